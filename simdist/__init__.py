@@ -1,0 +1,18 @@
+"""simdist: a deterministic discrete-event simulator of a distributed TensorFlow cluster.
+
+It runs in one Python process or as a real MPI program (``mpiexec -n N python -m mpi4py -m
+simdist ...``) with identical results. It never imports TensorFlow and never reads the clock.
+"""
+
+from .cluster import ClusterSpec, DeviceSpec, TaskId, TFConfig, chief_task
+from .comm import Message, Phantom
+from .core import Environment, Interrupt, SimulationDeadlock
+from .devices import Hardware, HardwareCatalog, Layout
+from .simulation import SimulationResult, simulate
+from .trace import Trace
+
+__version__ = "0.1.0"
+
+__all__ = ["ClusterSpec", "DeviceSpec", "Environment", "Hardware", "HardwareCatalog",
+           "Interrupt", "Layout", "Message", "Phantom", "SimulationDeadlock",
+           "SimulationResult", "TFConfig", "TaskId", "Trace", "chief_task", "simulate"]

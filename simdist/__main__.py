@@ -1,0 +1,7 @@
+"""``python -m simdist`` (and ``mpiexec -n N python -m mpi4py -m simdist``)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

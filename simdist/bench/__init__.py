@@ -1,0 +1,1 @@
+"""Benchmarks: commands that print a measured figure next to its reference, as a ratio."""

@@ -1,0 +1,189 @@
+"""The ``simdist`` command: run, list, summary, plot, bench.
+
+Under ``mpiexec -n N python -m mpi4py -m simdist run ...`` the MPI transport is chosen by
+itself and only rank 0 prints and writes files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .errors import SimdistError
+
+MPI_ENV_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
+
+
+def under_mpiexec() -> bool:
+    """True when this process was started by mpiexec (Open MPI, MPICH, Intel MPI)."""
+    return any(v in os.environ for v in MPI_ENV_VARS)
+
+
+def build_parser(program_name: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="simdist",
+        description="Simulate a distributed TensorFlow cluster, deterministically, in one "
+                    "process or over MPI ranks, and draw what happened.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    run = sub.add_parser("run", help="simulate a program and write its trace",
+                         description="Simulate PROGRAM (a name from 'simdist list' or a .py "
+                                     "file defining PROGRAM) on every task of its cluster.")
+    run.add_argument("program", help="program name or path to a .py file")
+    run.add_argument("--backend", choices=["auto", "inprocess", "mpi"], default="auto",
+                     help="transport: auto = mpi under mpiexec, else inprocess (default auto)")
+    run.add_argument("--trace", metavar="FILE", help="write the Chrome/Perfetto trace JSON here")
+    run.add_argument("--timeline", metavar="PNG", help="draw the timeline PNG here")
+    run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    run.add_argument("--profile", metavar="NAME", default=None,
+                     help="hardware system profile (default: the program's, usually 'cpu'; "
+                          "see 'simdist list')")
+    run.add_argument("--profiles-file", metavar="FILE",
+                     help="JSON or YAML file adding or overriding hardware profiles")
+    run.add_argument("--quiet", action="store_true", help="do not print the summary table")
+    if program_name:
+        from .programs import load_program
+
+        group = run.add_argument_group(f"options of program '{program_name}'")
+        load_program(program_name).add_arguments(group)
+
+    lst = sub.add_parser("list", help="list programs and hardware profiles")
+    lst.add_argument("--profiles-file", metavar="FILE", help="also load this profiles file")
+
+    summary = sub.add_parser("summary", help="a table per task: busy, idle, bytes sent")
+    summary.add_argument("trace", help="trace JSON written by 'simdist run --trace'")
+
+    plot = sub.add_parser("plot", help="draw a trace as a timeline PNG")
+    plot.add_argument("trace", help="trace JSON")
+    plot.add_argument("-o", "--output", required=True, metavar="PNG", help="PNG file to write")
+
+    bench = sub.add_parser("bench", help="benchmarks (simulator speed against references)")
+    bench.add_argument("which", choices=["engine"], help="engine: events/s against SimPy, "
+                                                         "and MPI scaling")
+    bench.add_argument("--quick", action="store_true", help="a smaller workload")
+    return parser
+
+
+def _program_name(argv):
+    """The program named after 'run', so that its own options can be added to the parser."""
+    if not argv or argv[0] != "run":
+        return None
+    takes_value = {"--backend", "--trace", "--timeline", "--seed", "--profile",
+                   "--profiles-file"}
+    skip = False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+        elif arg in takes_value:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser(_program_name(argv)).parse_args(argv)
+        return COMMANDS[args.command](args)
+    except SimdistError as error:
+        print(f"simdist: error: {error}", file=sys.stderr)
+        return 2
+
+
+def cmd_run(args) -> int:
+    from .core import SimulationDeadlock
+    from .devices import Hardware, HardwareCatalog
+    from .plots import format_summary, plot_timeline, summarize
+    from .programs import load_program
+    from .simulation import simulate
+
+    program = load_program(args.program)
+    catalog = HardwareCatalog.default()
+    if args.profiles_file:
+        catalog.load_file(args.profiles_file)
+    cluster, layout = program.setup(args)
+    hardware = Hardware.from_catalog(catalog, args.profile or program.default_system, layout)
+    backend = args.backend
+    if backend == "auto":
+        backend = "mpi" if under_mpiexec() else "inprocess"
+    transport = None
+    if backend == "mpi":
+        from .comm import MPITransport
+
+        transport = MPITransport()
+    rank = transport.rank if transport else 0
+    try:
+        result = simulate(cluster, lambda ctx: program.main(ctx, args), hardware=hardware,
+                          seed=args.seed, transport=transport,
+                          trace=bool(args.trace or args.timeline or not args.quiet),
+                          metadata={"program": program.name})
+    except SimulationDeadlock as error:
+        if rank == 0:
+            print(f"simdist: {error}", file=sys.stderr)
+        return 3
+    if rank != 0:
+        return 0
+    where = f"{result.transport}, {result.ranks} rank(s)"
+    print(f"simdist: {program.name} on {len(result.returns)} tasks ({where}), "
+          f"system '{hardware.system.name}': {result.events} events, {result.messages} "
+          f"messages, simulated time {result.end_time} ns")
+    if not args.quiet:
+        print(format_summary(summarize(result.trace), result.end_time))
+    if args.trace:
+        print(f"trace:    {result.trace.save(args.trace)}  (open in https://ui.perfetto.dev)")
+    if args.timeline:
+        plot_timeline(result.trace, args.timeline, title=f"simdist: {program.name}")
+        print(f"timeline: {args.timeline}")
+    return 0
+
+
+def cmd_list(args) -> int:
+    from .devices import HardwareCatalog
+    from .programs import list_programs
+
+    print("programs (simdist run NAME):")
+    for program in list_programs():
+        print(f"  {program.name:<14} {program.summary}")
+    catalog = HardwareCatalog.default()
+    if args.profiles_file:
+        catalog.load_file(args.profiles_file)
+    print("\nhardware systems (--profile NAME):")
+    for name in sorted(catalog.systems):
+        s = catalog.systems[name]
+        print(f"  {name:<22} {s.device} devices, {s.intra_link} inside a machine, "
+              f"{s.network} between machines")
+    print("\ndevices: " + ", ".join(sorted(catalog.devices)))
+    print("links:   " + ", ".join(sorted(catalog.links)))
+    return 0
+
+
+def cmd_summary(args) -> int:
+    from .plots import format_summary, summarize
+    from .trace import Trace
+
+    trace = Trace.load(args.trace)
+    print(format_summary(summarize(trace), trace.end_time()))
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from .plots import plot_timeline
+    from .trace import Trace
+
+    trace = Trace.load(args.trace)
+    plot_timeline(trace, args.output)
+    print(f"timeline: {args.output}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import engine
+
+    return engine.main(quick=args.quick)
+
+
+COMMANDS = {"run": cmd_run, "list": cmd_list, "summary": cmd_summary, "plot": cmd_plot,
+            "bench": cmd_bench}

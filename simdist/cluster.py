@@ -1,0 +1,532 @@
+"""Cluster description: tasks, tf.train.ClusterSpec, TF_CONFIG and tf.DeviceSpec.
+
+A TensorFlow cluster is a set of *jobs* ("chief", "worker", "ps", ...), each a list of *tasks*
+reached at a "host:port" address. A process learns which task it is from the ``TF_CONFIG``
+environment variable, and places operations with device strings such as
+``/job:worker/replica:0/task:1/device:GPU:0``. This module models those four things, plus the
+rule that spreads the simulated tasks over MPI ranks.
+
+Every task has a place in the *canonical task order*: jobs in ``TASK_TYPES`` order first, other
+job names sorted after them, task indices ascending within a job. Simulated time breaks ties by
+this order, so it must never depend on dict insertion order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from simdist.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
+
+TASK_TYPES = ("chief", "master", "worker", "ps", "evaluator")
+
+_JOB_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_FIRST_PORT = 2222
+_MAX_LISTED = 8  # how many items an error message lists before abbreviating
+
+
+class ClusterSpecError(InvalidArgumentError):
+    """A cluster description (ClusterSpec or the chief rule) is malformed."""
+
+
+class UnknownTaskTypeError(NotFoundError):
+    """A job (task type) that the cluster does not have."""
+
+
+class UnknownTaskError(NotFoundError):
+    """A task name ("worker:7") that the cluster does not have."""
+
+
+class TaskIndexError(OutOfRangeError):
+    """A task index outside the tasks of its job."""
+
+
+class TFConfigError(InvalidArgumentError):
+    """The TF_CONFIG environment variable is missing or malformed."""
+
+
+class DeviceSpecError(InvalidArgumentError):
+    """A device string that tf.DeviceSpec cannot parse."""
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _job_sort_key(job: str):
+    return (TASK_TYPES.index(job), "") if job in TASK_TYPES else (len(TASK_TYPES), job)
+
+
+def _abbreviate(items: list[str]) -> str:
+    if len(items) <= _MAX_LISTED:
+        return ", ".join(items)
+    head = ", ".join(items[: _MAX_LISTED - 1])
+    return f"{head}, ... ({len(items) - _MAX_LISTED} more), {items[-1]}"
+
+
+# ----------------------------------------------------------------------------------- TaskId
+
+
+@dataclass(frozen=True)
+class TaskId:
+    """One task of a cluster, the (task_type, task_id) pair of TF_CONFIG's "task"."""
+
+    task_type: str
+    task_id: int
+
+    def __post_init__(self):
+        if not isinstance(self.task_type, str) or not _JOB_NAME.fullmatch(self.task_type):
+            raise InvalidArgumentError(
+                f"task_type {self.task_type!r} is not a job name: expected lower-case letters, "
+                "digits and '_', starting with a letter, such as 'worker'")
+        if not _is_int(self.task_id) or self.task_id < 0:
+            raise InvalidArgumentError(
+                f"task_id {self.task_id!r} of task type {self.task_type!r} must be an int >= 0")
+
+    @property
+    def name(self) -> str:
+        return f"{self.task_type}:{self.task_id}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @classmethod
+    def parse(cls, text: str) -> TaskId:
+        """Parse "worker:1", "/job:worker/task:1" or "/job:worker/replica:0/task:1"."""
+        if isinstance(text, str):
+            match = (re.fullmatch(r"([a-z][a-z0-9_]*):(\d+)", text)
+                     or re.fullmatch(r"/job:([a-z][a-z0-9_]*)(?:/replica:\d+)?/task:(\d+)", text))
+            if match:
+                return cls(match.group(1), int(match.group(2)))
+        raise InvalidArgumentError(
+            f"cannot parse task name {text!r}: expected 'worker:1', '/job:worker/task:1' "
+            "or '/job:worker/replica:0/task:1'")
+
+
+# -------------------------------------------------------------------------------- ClusterSpec
+
+
+class ClusterSpec:
+    """Models tf.train.ClusterSpec: job name -> {task index: "host:port"}.
+
+    Each job is given as a list of addresses, a dict {index: address} (sparse, as TF allows),
+    or, as our extension, a task count: addresses are then "localhost:2222", "localhost:2223",
+    ... in canonical task order.
+    """
+
+    def __init__(self, cluster):
+        if isinstance(cluster, ClusterSpec):
+            self._jobs = {job: dict(tasks) for job, tasks in cluster._jobs.items()}
+        elif isinstance(cluster, dict):
+            self._jobs = self._parse(cluster)
+        else:
+            raise ClusterSpecError(
+                f"cannot build a ClusterSpec from {cluster!r} ({type(cluster).__name__}): "
+                "expected a dict job name -> list of 'host:port' addresses, "
+                "{index: address} dict, or task count")
+        self._tasks = [TaskId(job, index) for job, tasks in self._jobs.items() for index in tasks]
+        self._order = {task: position for position, task in enumerate(self._tasks)}
+
+    @staticmethod
+    def _parse(cluster: dict) -> dict[str, dict[int, str]]:
+        for job in cluster:
+            if not isinstance(job, str) or not _JOB_NAME.fullmatch(job):
+                raise ClusterSpecError(
+                    f"invalid job name {job!r}: expected lower-case letters, digits and '_', "
+                    "starting with a letter, such as 'worker' or 'ps'")
+        jobs: dict[str, dict[int, str] | int] = {}
+        for job in sorted(cluster, key=_job_sort_key):
+            value = cluster[job]
+            if _is_int(value):
+                if value < 1:
+                    raise ClusterSpecError(
+                        f"job {job!r} has task count {value}: expected a count >= 1")
+                jobs[job] = value
+            elif isinstance(value, (list, tuple)):
+                jobs[job] = {index: _check_address(job, index, address)
+                             for index, address in enumerate(value)}
+            elif isinstance(value, dict):
+                jobs[job] = {_check_index(job, index): _check_address(job, index, address)
+                             for index, address in value.items()}
+            else:
+                raise ClusterSpecError(
+                    f"job {job!r} has value {value!r} ({type(value).__name__}): expected a list "
+                    "of 'host:port' addresses, a dict {index: address}, or a task count")
+            if not jobs[job] and not _is_int(value):
+                raise ClusterSpecError(f"job {job!r} has no tasks: give at least one address")
+        # Counted jobs get localhost ports in canonical task order, skipping ports in use.
+        used = {address for tasks in jobs.values() if isinstance(tasks, dict)
+                for address in tasks.values()}
+        port = _FIRST_PORT
+        result = {}
+        for job, tasks in jobs.items():
+            if isinstance(tasks, int):
+                addresses = {}
+                for index in range(tasks):
+                    while f"localhost:{port}" in used:
+                        port += 1
+                    addresses[index] = f"localhost:{port}"
+                    port += 1
+                tasks = addresses
+            result[job] = dict(sorted(tasks.items()))
+        return result
+
+    # -- TF's API
+    @property
+    def jobs(self) -> list[str]:
+        return list(self._jobs)
+
+    def num_tasks(self, job_name: str) -> int:
+        return len(self._job(job_name))
+
+    def task_indices(self, job_name: str) -> list[int]:
+        return list(self._job(job_name))
+
+    def task_address(self, job_name: str, task_index: int) -> str:
+        tasks = self._job(job_name)
+        if not _is_int(task_index):
+            raise InvalidArgumentError(
+                f"task index {task_index!r} for job {job_name!r} must be an int")
+        if task_index not in tasks:
+            raise TaskIndexError(
+                f"task index {task_index} out of range for job {job_name!r}: "
+                f"the cluster has {_describe_job(job_name, tasks)}")
+        return tasks[task_index]
+
+    def job_tasks(self, job_name: str) -> list[str | None]:
+        """Addresses of the job by index, None for the gaps of a sparse job (like TF)."""
+        tasks = self._job(job_name)
+        return [tasks.get(index) for index in range(max(tasks) + 1)]
+
+    def as_dict(self) -> dict[str, list[str] | dict[int, str]]:
+        """job -> list of addresses, or {index: address} for a sparse job (like TF)."""
+        return {job: list(tasks.values()) if list(tasks) == list(range(len(tasks)))
+                else dict(tasks) for job, tasks in self._jobs.items()}
+
+    # -- task order
+    def tasks(self) -> list[TaskId]:
+        return list(self._tasks)
+
+    @property
+    def num_tasks_total(self) -> int:
+        return len(self._tasks)
+
+    def task(self, name_or_task: str | TaskId) -> TaskId:
+        """The TaskId of "worker:1" (or of a TaskId), checking that the cluster has it."""
+        task = name_or_task if isinstance(name_or_task, TaskId) else TaskId.parse(name_or_task)
+        if task not in self._order:
+            described = [_describe_job(job, tasks) for job, tasks in self._jobs.items()]
+            raise UnknownTaskError(
+                f"no task {task.name!r} in the cluster: it has "
+                f"{_abbreviate(described) or 'no tasks'}")
+        return task
+
+    def task_order(self, name_or_task: str | TaskId) -> int:
+        return self._order[self.task(name_or_task)]
+
+    def _job(self, job_name: str) -> dict[int, str]:
+        if job_name not in self._jobs:
+            raise UnknownTaskTypeError(
+                f"job {job_name!r} is not in the cluster: its jobs are "
+                f"{', '.join(self._jobs) or '(none)'}")
+        return self._jobs[job_name]
+
+    def __eq__(self, other):
+        if isinstance(other, ClusterSpec):
+            return self._jobs == other._jobs
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"ClusterSpec({self.as_dict()!r})"
+
+
+def _check_index(job: str, index) -> int:
+    if isinstance(index, str) and index.isdigit():  # JSON object keys are strings
+        index = int(index)
+    if not _is_int(index) or index < 0:
+        raise ClusterSpecError(f"job {job!r} has task index {index!r}: expected an int >= 0")
+    return index
+
+
+def _check_address(job: str, index, address) -> str:
+    if not isinstance(address, str) or not address:
+        raise ClusterSpecError(
+            f"task {job}:{index} has address {address!r}: expected a 'host:port' string")
+    return address
+
+
+def _describe_job(job: str, tasks: dict[int, str]) -> str:
+    """'worker:0..worker:3' for a dense job, 'worker:1, worker:4' for a sparse one."""
+    indices = list(tasks)
+    if len(indices) > 1 and indices == list(range(indices[0], indices[-1] + 1)):
+        return f"{job}:{indices[0]}..{job}:{indices[-1]}"
+    return _abbreviate([f"{job}:{index}" for index in indices])
+
+
+def chief_task(cluster: ClusterSpec) -> TaskId:
+    """The chief: the "chief" task, else "master:0" (TFJob form), else "worker:0"."""
+    for job in ("chief", "master"):
+        if job in cluster.jobs:
+            indices = cluster.task_indices(job)
+            if len(indices) != 1:
+                raise ClusterSpecError(
+                    f"job {job!r} has {len(indices)} tasks: a cluster has exactly one chief")
+            return TaskId(job, indices[0])
+    if "worker" in cluster.jobs and 0 in cluster.task_indices("worker"):
+        return TaskId("worker", 0)
+    raise ClusterSpecError(
+        f"cluster {cluster!r} has no chief: expected a 'chief' job, a 'master' job, "
+        "or a task 'worker:0'")
+
+
+# ----------------------------------------------------------------------------------- TF_CONFIG
+
+
+@dataclass
+class TFConfig:
+    """Models the TF_CONFIG environment variable: the cluster and which task this process is."""
+
+    cluster: ClusterSpec
+    task_type: str | None
+    task_id: int | None
+    rpc_layer: str | None = None
+    environment: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.cluster, ClusterSpec):
+            self.cluster = ClusterSpec(self.cluster)
+        if (self.task_type is None) != (self.task_id is None):
+            raise TFConfigError(
+                f"TF_CONFIG task has type {self.task_type!r} and index {self.task_id!r}: "
+                "give both or neither")
+        if self.task_type is not None:
+            if not _is_int(self.task_id):
+                raise TFConfigError(
+                    f"TF_CONFIG task index {self.task_id!r} must be an int, "
+                    f"such as {{\"type\": \"worker\", \"index\": 0}}")
+            self.cluster.task_address(self.task_type, self.task_id)  # checks job and index
+        for key in ("rpc_layer", "environment"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise TFConfigError(f"TF_CONFIG {key!r} is {value!r}: expected a string")
+
+    @classmethod
+    def from_json(cls, text: str) -> TFConfig:
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as error:
+            shown = text[:80] + ("..." if len(text) > 80 else "")
+            raise TFConfigError(
+                f"TF_CONFIG is not valid JSON ({error.msg} at line {error.lineno} column "
+                f"{error.colno}, char {error.pos}): {shown!r}") from None
+        except TypeError:
+            raise TFConfigError(f"TF_CONFIG must be a JSON string, got {text!r}") from None
+        if not isinstance(config, dict):
+            raise TFConfigError(
+                f"TF_CONFIG must be a JSON object with a 'cluster' key, got {text[:80]!r}")
+        if "cluster" not in config:
+            raise TFConfigError(
+                f"TF_CONFIG has no 'cluster' key (keys: {sorted(config)}): expected "
+                '{"cluster": {"worker": ["host:port", ...]}, "task": {"type": ..., "index": ...}}')
+        task = config.get("task")
+        task_type = task_id = None
+        if task is not None:
+            if not isinstance(task, dict):
+                raise TFConfigError(
+                    f"TF_CONFIG 'task' is {task!r}: expected an object such as "
+                    '{"type": "worker", "index": 0}')
+            for key in ("type", "index"):
+                if key not in task:
+                    raise TFConfigError(
+                        f"TF_CONFIG 'task' {task!r} has no {key!r}: expected an object such as "
+                        '{"type": "worker", "index": 0}')
+            task_type, task_id = task["type"], task["index"]
+            if not isinstance(task_type, str):
+                raise TFConfigError(f"TF_CONFIG task type {task_type!r} must be a string")
+        return cls(ClusterSpec(config["cluster"]), task_type, task_id,
+                   config.get("rpc_layer"), config.get("environment"))
+
+    @classmethod
+    def from_env(cls, environ=None) -> TFConfig:
+        """Read TF_CONFIG from ``environ`` (default: os.environ)."""
+        environ = os.environ if environ is None else environ
+        text = environ.get("TF_CONFIG")
+        if not text:
+            raise TFConfigError(
+                "TF_CONFIG is not set: set it to a JSON object such as "
+                '{"cluster": {"worker": ["localhost:2222"]}, "task": {"type": "worker", '
+                '"index": 0}}')
+        return cls.from_json(text)
+
+    def to_json(self) -> str:
+        config: dict = {"cluster": self.cluster.as_dict()}
+        if self.task_type is not None:
+            config["task"] = {"type": self.task_type, "index": self.task_id}
+        if self.rpc_layer is not None:
+            config["rpc_layer"] = self.rpc_layer
+        if self.environment is not None:
+            config["environment"] = self.environment
+        return json.dumps(config, sort_keys=True)
+
+    @property
+    def task(self) -> TaskId:
+        if self.task_type is None:
+            raise TFConfigError("TF_CONFIG has no 'task': this process is not a cluster task")
+        return TaskId(self.task_type, self.task_id)
+
+    @property
+    def is_chief(self) -> bool:
+        return self.task == chief_task(self.cluster)
+
+
+def tf_config_for_all_tasks(cluster) -> dict[str, str]:
+    """The TF_CONFIG JSON of every task, by task name, in canonical task order."""
+    cluster = ClusterSpec(cluster)
+    return {task.name: TFConfig(cluster, task.task_type, task.task_id).to_json()
+            for task in cluster.tasks()}
+
+
+# ------------------------------------------------------------------------------- MPI ranks
+
+
+def task_to_rank(num_tasks: int, num_ranks: int) -> list[int]:
+    """The MPI rank that runs each task (by task order): contiguous, balanced blocks."""
+    if not _is_int(num_tasks) or num_tasks < 1:
+        raise InvalidArgumentError(f"number of tasks {num_tasks!r} must be an int >= 1")
+    if not _is_int(num_ranks) or num_ranks < 1:
+        raise InvalidArgumentError(f"number of MPI ranks {num_ranks!r} must be an int >= 1")
+    if num_ranks > num_tasks:
+        raise InvalidArgumentError(
+            f"mpiexec -n {num_ranks} is larger than the number of simulated tasks "
+            f"({num_tasks}): every MPI rank needs at least one task; use -n {num_tasks} or fewer")
+    base, extra = divmod(num_tasks, num_ranks)
+    ranks = []
+    for rank in range(num_ranks):
+        ranks += [rank] * (base + (1 if rank < extra else 0))
+    return ranks
+
+
+# ---------------------------------------------------------------------------------- DeviceSpec
+
+DEVICE_TYPES = ("CPU", "GPU", "TPU", "TPU_SYSTEM")
+_DEVICE_FORM = "/job:<name>/replica:<int>/task:<int>/device:<TYPE>:<int>"
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """Models tf.DeviceSpec: a possibly partial device name; None means unspecified.
+
+    device_index None with a device_type set is TF's wildcard "/device:GPU:*".
+    """
+
+    job: str | None = None
+    replica: int | None = None
+    task: int | None = None
+    device_type: str | None = None
+    device_index: int | None = None
+
+    def __post_init__(self):
+        if self.job is not None and (not isinstance(self.job, str) or not self.job
+                                     or "/" in self.job or ":" in self.job):
+            raise DeviceSpecError(f"device job {self.job!r} must be a name such as 'worker'")
+        for field in ("replica", "task", "device_index"):
+            value = getattr(self, field)
+            if value is not None and (not _is_int(value) or value < 0):
+                raise DeviceSpecError(f"device {field} {value!r} must be an int >= 0")
+        if self.device_type is not None:
+            upper = self.device_type.upper() if isinstance(self.device_type, str) else None
+            if upper not in DEVICE_TYPES:
+                raise DeviceSpecError(
+                    f"unknown device type {self.device_type!r}: expected one of "
+                    f"{', '.join(DEVICE_TYPES)}")
+            object.__setattr__(self, "device_type", upper)
+
+    @classmethod
+    def from_string(cls, spec: str) -> DeviceSpec:
+        """Parse TF's device strings: "/job:ps/task:0/device:CPU:0", "/gpu:1", "GPU:0", ""."""
+        if not isinstance(spec, str):
+            raise DeviceSpecError(f"device {spec!r} must be a string such as {_DEVICE_FORM}")
+        fields: dict = {}
+
+        def bad(part, problem):
+            return DeviceSpecError(
+                f"invalid device string {spec!r}: {problem} in {part!r}; "
+                f"expected {_DEVICE_FORM} (every part optional)")
+
+        def put(part, field, value):
+            if field in fields:
+                raise bad(part, f"{field} given twice")
+            fields[field] = value
+
+        def to_int(part, text, wildcard=False):
+            if wildcard and text == "*":
+                return None
+            if not text.isdigit() or not text.isascii():
+                raise bad(part, f"{text!r} is not an integer")
+            return int(text)
+
+        for part in spec.split("/"):
+            if not part:
+                continue
+            pieces = part.split(":")
+            key = pieces[0]
+            if key == "job" and len(pieces) == 2 and pieces[1]:
+                put(part, "job", pieces[1])
+            elif key in ("replica", "task") and len(pieces) == 2:
+                put(part, key, to_int(part, pieces[1]))
+            elif key == "device" and len(pieces) == 3:
+                if pieces[1].upper() not in DEVICE_TYPES:
+                    raise bad(part, f"unknown device type {pieces[1]!r} "
+                                    f"(expected one of {', '.join(DEVICE_TYPES)})")
+                put(part, "device_type", pieces[1].upper())
+                fields["device_index"] = to_int(part, pieces[2], wildcard=True)
+            elif key.upper() in DEVICE_TYPES and len(pieces) <= 2:  # legacy "/gpu:1", "GPU:0"
+                put(part, "device_type", key.upper())
+                index = pieces[1] if len(pieces) == 2 else "*"
+                fields["device_index"] = to_int(part, index, wildcard=True)
+            else:
+                raise bad(part, "unknown or malformed part")
+        return cls(**fields)
+
+    def to_string(self) -> str:
+        """TF's canonical form, e.g. "/job:worker/replica:0/task:1/device:GPU:0"."""
+        out = ""
+        if self.job is not None:
+            out += f"/job:{self.job}"
+        if self.replica is not None:
+            out += f"/replica:{self.replica}"
+        if self.task is not None:
+            out += f"/task:{self.task}"
+        if self.device_type is not None:
+            index = "*" if self.device_index is None else self.device_index
+            out += f"/device:{self.device_type}:{index}"
+        return out
+
+    def __str__(self) -> str:
+        return self.to_string()
+
+    def make_merged_spec(self, other: DeviceSpec | str) -> DeviceSpec:
+        """A new spec: other's specified fields override this one's (TF's semantics)."""
+        if isinstance(other, str):
+            other = DeviceSpec.from_string(other)
+        merged = {field.name: getattr(other, field.name) for field in dataclasses.fields(self)
+                  if getattr(other, field.name) is not None}
+        return self.replace(**merged)
+
+    def replace(self, **changes) -> DeviceSpec:
+        return dataclasses.replace(self, **changes)
+
+
+def merge_device(outer: str | DeviceSpec, inner: str | DeviceSpec) -> str:
+    """The device of nested ``tf.device(outer)`` / ``tf.device(inner)`` scopes: inner wins."""
+    if isinstance(outer, str):
+        outer = DeviceSpec.from_string(outer)
+    return outer.make_merged_spec(inner).to_string()
+
+
+def canonical_device(spec: str) -> str:
+    """TF's canonical spelling of a device string: "/gpu:0" -> "/device:GPU:0"."""
+    return DeviceSpec.from_string(spec).to_string()

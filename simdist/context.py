@@ -1,0 +1,167 @@
+"""TaskContext: what the program of one simulated task sees.
+
+It stands for one TensorFlow task (a process started with a ``TF_CONFIG``, or a
+``tf.distribute.Server``): its identity in the cluster, its devices, its random seed, and the
+send/recv primitives that TF's runtime uses between tasks. It is passed explicitly to the
+task's generator; there are no module-level globals.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from .cluster import ClusterSpec, TaskId, UnknownTaskError, chief_task
+from .comm import Message, describe_payload, payload_nbytes
+from .core import DELIVERY, Environment, Event
+from .devices import Hardware
+from .errors import InvalidArgumentError
+from .trace import Tracer
+
+
+class TaskContext:
+    """One simulated task: ``ctx.send``, ``ctx.recv``, ``ctx.compute``, ``ctx.timeout``..."""
+
+    def __init__(self, env: Environment, cluster: ClusterSpec, task: TaskId, hardware: Hardware,
+                 tracer: Tracer, seed: int, outbox: list):
+        self.env = env
+        self.cluster = cluster
+        self.task = task
+        self.name = task.name
+        self.task_type, self.task_id = task.task_type, task.task_id
+        self.order = cluster.task_order(task)
+        self.hardware = hardware
+        self.tracer = tracer
+        self.seed = seed
+        self.rng = np.random.default_rng([seed, self.order])
+        self.is_chief = task == chief_task(cluster)
+        self._tasks = cluster.tasks()
+        self._outbox = outbox
+        self._seq = 0
+        self._inbox: deque[Message] = deque()
+        self._waiting: list[tuple] = []
+        self._device_free: dict[str, int] = {}
+
+    def __repr__(self):
+        return f"TaskContext({self.name})"
+
+    @property
+    def now(self) -> int:
+        return self.env.now
+
+    @property
+    def num_tasks(self) -> int:
+        return len(self._tasks)
+
+    def device(self, index: int = 0) -> str:
+        """The TF device string of one of this task's devices."""
+        kind = self.hardware.device.device_type
+        if not 0 <= index < self.hardware.layout.devices_per_task:
+            raise InvalidArgumentError(
+                f"device index {index} out of range: {self.name} has "
+                f"{self.hardware.layout.devices_per_task} {kind} device(s)")
+        return f"/job:{self.task_type}/replica:0/task:{self.task_id}/device:{kind}:{index}"
+
+    # -- processes and time -----------------------------------------------------------------
+
+    def process(self, generator, name: str | None = None):
+        """Start another process (a thread of this task, e.g. a QueueRunner)."""
+        label = f"{self.name}/{name or getattr(generator, '__name__', 'process')}"
+        return self.env.process(generator, name=label, order=self.order)
+
+    def timeout(self, delay: int, value=None):
+        return self.env.timeout(delay, value)
+
+    def compute(self, name: str, flops: float = 0, nbytes: int = 0, device: int = 0,
+                cat: str = "compute", **args):
+        """Run an op on one of this task's devices; returns the event of its end.
+
+        Duration from the cost model: max(FLOPs / (peak x efficiency), bytes / memory
+        bandwidth) + launch overhead. Ops on one device run one after another (one stream).
+        """
+        lane = self.device(device).split("/device:")[1]
+        duration = self.hardware.device.compute_time_ns(flops, nbytes)
+        start = max(self.env.now, self._device_free.get(lane, 0))
+        self._device_free[lane] = start + duration
+        self.span(lane, name, cat, start, duration, flops=flops, **args)
+        return self.env.timeout(start + duration - self.env.now)
+
+    # -- messages ---------------------------------------------------------------------------
+
+    def resolve(self, task) -> TaskId:
+        """A TaskId from "worker:1", TaskId or a task order, with a clear error if absent."""
+        if isinstance(task, (int, np.integer)) and not isinstance(task, bool):
+            if not 0 <= task < len(self._tasks):
+                raise UnknownTaskError(
+                    f"task number {task} does not exist: the cluster has {len(self._tasks)} "
+                    f"tasks, numbered 0..{len(self._tasks) - 1}")
+            return self._tasks[task]
+        return self.cluster.task(task)
+
+    def send(self, dst, tag, payload=None) -> Event:
+        """Send ``payload`` to task ``dst`` (non-blocking, like a Send op: returns at once).
+
+        Arrival time comes from the cost model: egress queue, link latency and bandwidth,
+        ingress queue. ``tag`` is any str or int the receiver can match on.
+        """
+        dst_task = self.resolve(dst)
+        if dst_task == self.task:
+            raise InvalidArgumentError(f"{self.name} sends to itself (tag {tag!r}): a task can "
+                                       "only send to another task")
+        desc, arrays = describe_payload(payload)
+        arrays = [np.array(a, copy=True) for a in arrays]  # a snapshot, like TF's Send op
+        desc += (tuple((a.dtype.str, a.shape) for a in arrays),)
+        self._seq += 1
+        nbytes = payload_nbytes(desc, arrays)
+        header = (self.env.now, self.order, self._seq, self.cluster.task_order(dst_task), tag,
+                  nbytes, desc)
+        self._outbox.append((header, arrays))
+        done = Event(self.env, desc=f"send({tag!r} to {dst_task.name})")
+        done.callbacks = None  # already happened: yielding it resumes at once
+        done._value = None
+        return done
+
+    def recv(self, src=None, tag=None) -> Event:
+        """An event that happens when a message from ``src`` (any if None) with ``tag`` (any if
+        None) has been delivered; its value is the ``Message``."""
+        src_name = None if src is None else self.resolve(src).name
+        event = Event(self.env, desc=f"recv(src={src_name or 'any'}, tag={tag!r}) "
+                                     f"on {self.name}")
+        for msg in self._inbox:
+            if (src_name is None or msg.src == src_name) and (tag is None or msg.tag == tag):
+                self._inbox.remove(msg)
+                return event.succeed(msg)
+        self._waiting.append((src_name, tag, event))
+        return event
+
+    def deliver_at(self, arrival: int, header, payload):
+        """Schedule the delivery of a message at its arrival time (called by the scheduler)."""
+        sent_at, src, seq, _dst, tag, nbytes, _desc = header
+        msg = Message(self._tasks[src].name, self.name, tag, payload, nbytes, sent_at, arrival,
+                      seq)
+        event = Event(self.env)
+        event._order = self.order
+        event._value = msg
+        event.callbacks.append(self._delivered)
+        self.env.schedule_at(event, arrival, DELIVERY, (src << 40) | seq)
+
+    def _delivered(self, event: Event):
+        msg = event._value
+        for i, (src, tag, waiter) in enumerate(self._waiting):
+            if (src is None or src == msg.src) and (tag is None or tag == msg.tag):
+                del self._waiting[i]
+                waiter.succeed(msg)
+                return
+        self._inbox.append(msg)
+
+    # -- trace ------------------------------------------------------------------------------
+
+    def span(self, lane: str, name: str, cat: str, start: int, dur: int, **args):
+        self.tracer.span(self.name, self.name, lane, name, cat, start, dur, args)
+
+    def instant(self, lane: str, name: str, cat: str = "instant", **args):
+        self.tracer.instant(self.name, self.name, lane, name, cat, self.env.now, args)
+
+    def counter(self, name: str, **values):
+        self.tracer.counter(self.name, self.name, name, self.env.now, values)

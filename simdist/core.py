@@ -1,0 +1,361 @@
+"""The event kernel: an Environment that runs processes (Python generators) in simulated time.
+
+It plays the part TensorFlow's runtime executor plays for a real job: it decides what runs next.
+Simulated time is an ``int`` of nanoseconds. Events at the same time run in a fixed order,
+(time, priority, task order, sequence), so a run never depends on the wall clock, on hash
+order or on how tasks are spread over MPI ranks. The design follows SimPy's core, kept small.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+from itertools import count
+
+URGENT = 0  #: process starts, resumptions and triggered events
+DELIVERY = 1  #: message deliveries (ordered by source task and message sequence)
+NORMAL = 2  #: timeouts
+
+_ORDER_BITS = 32
+_ORDER_MASK = (1 << _ORDER_BITS) - 1
+INFINITY = float("inf")
+
+
+class _Pending:
+    def __repr__(self):
+        return "<pending>"
+
+
+PENDING = _Pending()
+
+
+class SimulationDeadlock(RuntimeError):
+    """Nothing is left to run, but processes still wait: each is listed with what it waits on."""
+
+    def __init__(self, now: int, blocked: list[tuple[str, str]]):
+        self.now = now
+        self.blocked = blocked
+        lines = [f"  {who} waits on {what}" for who, what in blocked]
+        super().__init__(
+            f"simulated deadlock at t={now} ns: no event is left to run but "
+            f"{len(blocked)} process(es) still wait:\n" + "\n".join(lines))
+
+
+class Interrupt(Exception):
+    """Thrown into a process by ``Process.interrupt(cause)``."""
+
+    @property
+    def cause(self):
+        return self.args[0] if self.args else None
+
+
+class Event:
+    """Something that happens at one point of simulated time; processes ``yield`` events."""
+
+    __slots__ = ("env", "callbacks", "_value", "_ok", "_defused", "_order", "desc")
+
+    def __init__(self, env: Environment, desc: str | None = None):
+        self.env = env
+        self.callbacks: list | None = []
+        self._value = PENDING
+        self._ok = True
+        self._defused = False
+        self._order = env._active_order
+        self.desc = desc
+
+    def __repr__(self):
+        return self.desc or f"{type(self).__name__}()"
+
+    @property
+    def triggered(self) -> bool:
+        return self._value is not PENDING
+
+    @property
+    def processed(self) -> bool:
+        return self.callbacks is None
+
+    @property
+    def ok(self) -> bool:
+        return self._ok
+
+    @property
+    def value(self):
+        if self._value is PENDING:
+            raise AttributeError(f"value of {self!r} is not yet available")
+        return self._value
+
+    def succeed(self, value=None) -> Event:
+        if self._value is not PENDING:
+            raise RuntimeError(f"{self!r} has already been triggered")
+        self._value = value
+        self.env._schedule(self, URGENT)
+        return self
+
+    def fail(self, exception: BaseException) -> Event:
+        if self._value is not PENDING:
+            raise RuntimeError(f"{self!r} has already been triggered")
+        if not isinstance(exception, BaseException):
+            raise TypeError(f"fail() needs an exception, got {exception!r}")
+        self._ok = False
+        self._value = exception
+        self.env._schedule(self, URGENT)
+        return self
+
+    def defuse(self):
+        """Mark a failed event as handled so that it does not stop the simulation."""
+        self._defused = True
+
+
+class Timeout(Event):
+    """An event that happens ``delay`` ns after it was created (``env.timeout``)."""
+
+    __slots__ = ("delay",)
+
+    def __init__(self, env: Environment, delay: int, value=None):
+        if not isinstance(delay, int) or delay < 0:
+            raise ValueError(f"timeout delay must be an int >= 0 of nanoseconds, got {delay!r}")
+        self.env = env
+        self.callbacks = []
+        self._value = value
+        self._ok = True
+        self._defused = False
+        self._order = order = env._active_order
+        self.desc = None
+        self.delay = delay
+        heappush(env._queue, (env._now + delay, (NORMAL << _ORDER_BITS) | order,
+                              next(env._eid), self))
+
+    def __repr__(self):
+        return self.desc or f"timeout({self.delay} ns)"
+
+
+class Process(Event):
+    """A running generator. It is itself an event that happens when the generator returns."""
+
+    __slots__ = ("_generator", "_target", "name")
+
+    def __init__(self, env: Environment, generator, name: str | None = None,
+                 order: int | None = None):
+        if not hasattr(generator, "throw"):
+            raise TypeError(f"env.process() needs a generator, got {generator!r}: "
+                            "did you forget a 'yield' in the function?")
+        super().__init__(env)
+        if order is not None:
+            self._order = order
+        self._generator = generator
+        self.name = name or getattr(generator, "__name__", "process")
+        start = Event(env, desc="start")
+        start._order = self._order
+        start.callbacks.append(self._resume)
+        start._value = None
+        env._schedule(start, URGENT)
+        self._target: Event | None = start
+        env._live[self] = None
+
+    def __repr__(self):
+        return f"process {self.name}"
+
+    @property
+    def is_alive(self) -> bool:
+        return self._value is PENDING
+
+    @property
+    def target(self) -> Event | None:
+        """The event this process waits on."""
+        return self._target
+
+    def interrupt(self, cause=None):
+        """Throw ``Interrupt(cause)`` into the process at the current time."""
+        if self._value is not PENDING:
+            raise RuntimeError(f"{self!r} has terminated and cannot be interrupted")
+        if self is self.env.active_process:
+            raise RuntimeError("a process cannot interrupt itself")
+        irq = Event(self.env, desc="interrupt")
+        irq._order = self._order
+        irq._ok = False
+        irq._value = Interrupt(cause)
+        irq._defused = True
+        irq.callbacks.append(self._interrupted)
+        self.env._schedule(irq, URGENT)
+
+    def _interrupted(self, irq: Event):
+        if self._value is not PENDING:
+            return
+        target = self._target
+        if target is not None and target.callbacks is not None:
+            target.callbacks.remove(self._resume)
+        self._resume(irq)
+
+    def _resume(self, event: Event):
+        env = self.env
+        env.active_process = self
+        generator = self._generator
+        while True:
+            try:
+                if event._ok:
+                    nxt = generator.send(event._value)
+                else:
+                    event._defused = True
+                    nxt = generator.throw(event._value)
+            except StopIteration as stop:
+                self._target = None
+                del env._live[self]
+                self._value = stop.value
+                env._schedule(self, URGENT)
+                break
+            except BaseException as error:
+                self._target = None
+                del env._live[self]
+                self._ok = False
+                self._value = error
+                env._schedule(self, URGENT)
+                break
+            try:
+                callbacks = nxt.callbacks
+            except AttributeError:
+                event = Event(env)
+                event._ok = False
+                event._value = TypeError(
+                    f"process {self.name} yielded {nxt!r}; a process must yield events "
+                    "(env.timeout(ns), ctx.recv(...), env.all_of([...]), ...)")
+                continue
+            if callbacks is not None:
+                callbacks.append(self._resume)
+                self._target = nxt
+                break
+            event = nxt
+        env.active_process = None
+
+
+class Condition(Event):
+    """``all_of`` / ``any_of``: happens when all (or any) of ``events`` have happened.
+
+    Its value is a dict mapping each event that has happened to its value, in the order given.
+    """
+
+    __slots__ = ("_events", "_need", "_done")
+
+    def __init__(self, env: Environment, events, need_all: bool):
+        super().__init__(env)
+        self._events = list(events)
+        for ev in self._events:
+            if not isinstance(ev, Event):
+                raise TypeError(f"all_of/any_of take events, got {ev!r}")
+        self._need = len(self._events) if need_all else min(1, len(self._events))
+        self._done = 0
+        kind = "all_of" if need_all else "any_of"
+        self.desc = f"{kind}({', '.join(map(repr, self._events))})"
+        if self._need == 0:
+            self.succeed({})
+            return
+        for ev in self._events:
+            if ev.callbacks is None:
+                self._check(ev)
+            else:
+                ev.callbacks.append(self._check)
+
+    def _check(self, event: Event):
+        if self._value is not PENDING:
+            return
+        if not event._ok:
+            event._defused = True
+            self.fail(event._value)
+            return
+        self._done += 1
+        if self._done >= self._need:
+            self.succeed({ev: ev._value for ev in self._events
+                          if ev.callbacks is None or ev is event})
+
+
+class Environment:
+    """Simulated time and the queue of scheduled events (SimPy's Environment, in int ns)."""
+
+    def __init__(self):
+        self._now = 0
+        self._queue: list = []
+        self._eid = count()
+        self._active_order = 0
+        self._live: dict[Process, None] = {}
+        self.active_process: Process | None = None
+
+    @property
+    def now(self) -> int:
+        return self._now
+
+    # -- creating events --------------------------------------------------------------------
+
+    def event(self, desc: str | None = None) -> Event:
+        return Event(self, desc)
+
+    def timeout(self, delay: int, value=None) -> Timeout:
+        return Timeout(self, delay, value)
+
+    def process(self, generator, name: str | None = None, order: int | None = None) -> Process:
+        return Process(self, generator, name, order)
+
+    def all_of(self, events) -> Condition:
+        return Condition(self, events, need_all=True)
+
+    def any_of(self, events) -> Condition:
+        return Condition(self, events, need_all=False)
+
+    # -- scheduling -------------------------------------------------------------------------
+
+    def _schedule(self, event: Event, priority: int, delay: int = 0):
+        heappush(self._queue, (self._now + delay, (priority << _ORDER_BITS) | event._order,
+                               next(self._eid), event))
+
+    def schedule_at(self, event: Event, time: int, priority: int, key: int):
+        """Schedule ``event`` at absolute ``time`` with an explicit tie-break ``key``.
+
+        Used for message deliveries, whose order must not depend on when a transport learned
+        of them: the key is built from the source task and the message sequence number.
+        """
+        if time < self._now:
+            raise RuntimeError(f"cannot schedule {event!r} at {time} ns, before now ({self._now})")
+        heappush(self._queue, (time, (priority << _ORDER_BITS) | event._order, key, event))
+
+    def peek(self):
+        """Time of the next scheduled event, or ``INFINITY``."""
+        return self._queue[0][0] if self._queue else INFINITY
+
+    @property
+    def events_scheduled(self) -> int:
+        """How many events have been scheduled so far (a cost measure for benchmarks)."""
+        return int(repr(self._eid)[6:-1])
+
+    def step(self):
+        """Process the next event."""
+        self._now, key, _, event = heappop(self._queue)
+        self._active_order = key & _ORDER_MASK
+        callbacks, event.callbacks = event.callbacks, None
+        for callback in callbacks:
+            callback(event)
+        if not event._ok and not event._defused:
+            raise event._value
+
+    def run_until(self, limit) -> None:
+        """Process every event whose time is strictly before ``limit`` (a window's end)."""
+        queue = self._queue
+        while queue and queue[0][0] < limit:
+            self._now, key, _, event = heappop(queue)
+            self._active_order = key & _ORDER_MASK
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not event._defused:
+                raise event._value
+
+    def run(self, until: int | None = None):
+        """Run to ``until`` (exclusive) or until nothing is left; then report any deadlock."""
+        if until is not None:
+            self.run_until(until)
+            self._now = max(self._now, until)
+            return
+        self.run_until(INFINITY)
+        blocked = self.blocked()
+        if blocked:
+            raise SimulationDeadlock(self._now, blocked)
+
+    def blocked(self) -> list[tuple[str, str]]:
+        """Every live process and what it waits on, in creation order."""
+        return [(proc.name, repr(proc._target)) for proc in self._live]

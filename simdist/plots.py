@@ -1,0 +1,226 @@
+"""Timelines and per-task summaries of a trace (matplotlib, Agg backend; no TensorFlow).
+
+``plot_timeline`` draws what the Perfetto trace viewer shows, as a PNG: one row per
+(task, lane), spans as bars coloured by category, messages as arrows. ``summarize`` and
+``format_summary`` print how busy each task was and how much it sent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .trace import Trace
+
+_UNITS = (("ns", 1), ("µs", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000))
+
+
+def time_unit(ns_span: int) -> tuple[str, int]:
+    """The unit to show ``ns_span`` nanoseconds in: the largest one it holds at least once."""
+    for name, scale in reversed(_UNITS):
+        if abs(ns_span) >= scale:
+            return name, scale
+    return _UNITS[0]
+
+
+def format_ns(ns: int, unit: tuple[str, int] | None = None) -> str:
+    """A duration such as ``"12.5 µs"``; ``unit`` (from ``time_unit``) fixes the unit."""
+    name, scale = unit or time_unit(ns)
+    if scale == 1:
+        return f"{ns} ns"
+    return f"{ns / scale:.1f} {name}"
+
+
+def format_bytes(n: int) -> str:
+    """A byte count such as ``"512 B"`` or ``"1.0 MiB"`` (powers of 1024)."""
+    if abs(n) < 1024:
+        return f"{n} B"
+    value = float(n)
+    for name in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if abs(value) < 1024 or name == "TiB":
+            return f"{value:.1f} {name}"
+    raise AssertionError("unreachable")
+
+
+def _pids(trace: Trace) -> list[str]:
+    """``trace.processes`` in order, then any other pid the records use, in order of use."""
+    pids = dict.fromkeys(trace.processes)
+    pids.update(dict.fromkeys(trace.lane_map()))
+    pids.update(dict.fromkeys(c.pid for c in trace.counters))
+    return list(pids)
+
+
+def _union_length(intervals: list[tuple[int, int]]) -> int:
+    """The total length covered by ``(start, end)`` intervals, overlaps counted once."""
+    total, cur_start, cur_end = 0, None, None
+    for start, end in sorted(intervals):
+        if cur_end is None or start > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return total
+
+
+# -- summary table ----------------------------------------------------------------------------
+
+def summarize(trace: Trace) -> list[dict]:
+    """One row per task: busy time (union of its spans), idle time, spans and messages."""
+    end = trace.end_time()
+    intervals: dict[str, list] = {}
+    sent: dict[str, list] = {}
+    received: dict[str, int] = {}
+    for s in trace.spans:
+        intervals.setdefault(s.pid, []).append((s.start, s.end))
+    for f in trace.flows:
+        sent.setdefault(f.src_pid, []).append(f.args.get("bytes", 0))
+        received[f.dst_pid] = received.get(f.dst_pid, 0) + 1
+    rows = []
+    for pid in _pids(trace):
+        busy = _union_length(intervals.get(pid, []))
+        rows.append({
+            "task": pid,
+            "busy_ns": busy,
+            "idle_ns": max(end - busy, 0),
+            "busy_pct": 100.0 * busy / end if end else 0.0,
+            "spans": len(intervals.get(pid, [])),
+            "messages_sent": len(sent.get(pid, [])),
+            "bytes_sent": sum(sent.get(pid, [])),
+            "messages_received": received.get(pid, 0),
+        })
+    return rows
+
+
+def format_summary(rows: list[dict], end_ns: int) -> str:
+    """``summarize``'s rows as a fixed-width text table, durations in one common unit."""
+    unit = time_unit(end_ns)
+    header = ("task", "busy", "idle", "busy %", "msgs sent", "bytes sent", "msgs recv")
+    table = [header] + [
+        (r["task"], format_ns(r["busy_ns"], unit), format_ns(r["idle_ns"], unit),
+         f"{r['busy_pct']:.1f}", str(r["messages_sent"]), format_bytes(r["bytes_sent"]),
+         str(r["messages_received"]))
+        for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    lines = []
+    for line in table:
+        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:], widths[1:])]
+        lines.append("  ".join(cells).rstrip())
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append(f"simulated time: {format_ns(end_ns)}")
+    return "\n".join(lines)
+
+
+# -- timeline ---------------------------------------------------------------------------------
+
+def category_colors(categories) -> dict[str, tuple]:
+    """A fixed colour per category: tab10, then tab20's light shades, in sorted order."""
+    from matplotlib import colormaps
+
+    tab20 = colormaps["tab20"].colors
+    palette = list(colormaps["tab10"].colors) + [tab20[i] for i in range(1, 20, 2)]
+    return {cat: palette[i % len(palette)] for i, cat in enumerate(sorted(set(categories)))}
+
+
+def _text_color(rgb) -> str:
+    r, g, b = rgb[:3]
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "white"
+
+
+def _sample(items: list, limit: int) -> list:
+    """At most ``limit`` items, evenly spread over ``items``."""
+    if len(items) <= limit:
+        return list(items)
+    return [items[i * len(items) // limit] for i in range(max(limit, 0))]
+
+
+def plot_timeline(trace: Trace, path=None, title: str | None = None, max_flows: int = 400):
+    """Draw the trace as a timeline (one row per task lane) and save it as a PNG if ``path``."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    rows = [(pid, lane) for pid in _pids(trace) for lane in trace.lanes(pid)]
+    row_of = {key: i for i, key in enumerate(rows)}
+    end = trace.end_time()
+    unit, scale = time_unit(end)
+    width = end / scale if end else 1.0
+
+    n = max(len(rows), 3)
+    height = 2.4 + 0.3 * min(n, 64) + 0.15 * max(n - 64, 0)  # rows get thinner past 64
+    fig = Figure(figsize=(12, height), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title(title or trace.metadata.get("program", "simdist trace"))
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_xlim(0, width * 1.01)
+    ax.set_ylim(len(rows) - 0.5 if rows else 0.5, -0.5)
+    ax.set_yticks(range(len(rows)), [f"{pid} / {lane}" for pid, lane in rows], fontsize=8)
+    ax.tick_params(axis="y", length=0)
+    ax.grid(axis="x", color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
+    if not rows:
+        ax.text(0.5, 0.5, "empty trace: nothing was recorded", transform=ax.transAxes,
+                ha="center", va="center", color="0.4")
+
+    # Group rows by task: shade every other task, a line between tasks.
+    first = 0
+    for n, pid in enumerate(dict.fromkeys(pid for pid, _ in rows)):
+        count = sum(1 for p, _ in rows if p == pid)
+        if n % 2:
+            ax.axhspan(first - 0.5, first + count - 0.5, color="0.96", zorder=0)
+        if first:
+            ax.axhline(first - 0.5, color="0.75", linewidth=0.8, zorder=0.5)
+        first += count
+
+    colors = category_colors(s.cat for s in trace.spans)
+    bars: dict[tuple[int, str], list] = {}
+    ticks: dict[str, list] = {}
+    axes_px = fig.get_figwidth() * 0.85 * 120  # the axes' approximate width at 120 dpi
+    for s in trace.spans:
+        y = row_of[(s.pid, s.lane)]
+        if s.dur <= 0:
+            ticks.setdefault(s.cat, []).append((s.start / scale, y))
+            continue
+        bars.setdefault((y, s.cat), []).append((s.start / scale, s.dur / scale))
+        if s.dur / scale > 0.06 * width:
+            chars = int(s.dur / scale / width * axes_px / 5.5)  # ~5.5 px a character
+            name = s.name if len(s.name) <= chars else s.name[:max(chars - 1, 1)] + "…"
+            ax.text((s.start + s.dur / 2) / scale, y, name, ha="center", va="center",
+                    fontsize=7, color=_text_color(colors[s.cat]), clip_on=True, zorder=4.5)
+    for (y, cat), xranges in bars.items():
+        ax.broken_barh(xranges, (y - 0.35, 0.7), facecolors=colors[cat],
+                       edgecolors=colors[cat], linewidth=0.3, zorder=2)
+    for cat, points in ticks.items():
+        ax.vlines([x for x, _ in points], [y - 0.4 for _, y in points],
+                  [y + 0.4 for _, y in points], color=colors[cat], linewidth=1, zorder=1.9)
+
+    flows = _sample(trace.flows, max_flows)
+    for f in flows:
+        ax.annotate("", xy=(f.t_recv / scale, row_of[(f.dst_pid, f.dst_lane)]),
+                    xytext=(f.t_send / scale, row_of[(f.src_pid, f.src_lane)]),
+                    arrowprops=dict(arrowstyle="-|>", color="0.25", linewidth=0.6,
+                                    alpha=0.7, mutation_scale=7, shrinkA=0, shrinkB=0),
+                    zorder=4)
+    if trace.instants:
+        ax.scatter([i.t / scale for i in trace.instants],
+                   [row_of[(i.pid, i.lane)] for i in trace.instants],
+                   marker="v", s=28, color="black", zorder=5)
+
+    handles = [Patch(color=color, label=cat) for cat, color in colors.items()]
+    if flows:
+        label = "message" if len(flows) == len(trace.flows) else \
+            f"message ({len(flows)} of {len(trace.flows)} shown)"
+        handles.append(Line2D([], [], color="0.25", linewidth=0.8, marker=">",
+                              markersize=4, label=label))
+    if trace.instants:
+        handles.append(Line2D([], [], color="black", marker="v", linestyle="",
+                              markersize=5, label="instant"))
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8),
+                   fontsize=8, frameon=False)
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120)
+    return fig

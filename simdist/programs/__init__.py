@@ -1,0 +1,60 @@
+"""Programs that ``simdist run`` knows by name, and loading a program from a file.
+
+A program is a cluster, a machine layout and one ``main(ctx, args)`` generator function that
+every task runs (it looks at ``ctx.task_type`` / ``ctx.task_id`` to decide its role), the way
+one TensorFlow script is started on every task with a different ``TF_CONFIG``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import NotFoundError
+
+#: name -> module under simdist.programs; add a line here to register a new program.
+BUILTIN = {
+    "token_ring": "token_ring",
+}
+
+
+@dataclass
+class Program:
+    """A simulated distributed program, runnable with ``simdist run NAME``."""
+
+    name: str
+    summary: str
+    setup: Callable  # setup(args) -> (ClusterSpec, Layout)
+    main: Callable  # main(ctx, args) -> generator
+    add_arguments: Callable[[argparse.ArgumentParser], None] = field(default=lambda p: None)
+    default_system: str = "cpu"
+
+
+def list_programs() -> list[Program]:
+    return [load_program(name) for name in sorted(BUILTIN)]
+
+
+def load_program(name_or_path: str) -> Program:
+    """A built-in program by name, or a ``.py`` file that defines ``PROGRAM = Program(...)``."""
+    if name_or_path in BUILTIN:
+        module = importlib.import_module(f"{__name__}.{BUILTIN[name_or_path]}")
+        return module.PROGRAM
+    path = Path(name_or_path)
+    if path.suffix == ".py":
+        if not path.is_file():
+            raise NotFoundError(f"program file '{path}' does not exist")
+        spec = importlib.util.spec_from_file_location(f"simdist_user_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        program = getattr(module, "PROGRAM", None)
+        if not isinstance(program, Program):
+            raise NotFoundError(f"program file '{path}' defines no PROGRAM = "
+                                "simdist.programs.Program(...)")
+        return program
+    raise NotFoundError(f"unknown program '{name_or_path}': expected one of "
+                        f"{', '.join(sorted(BUILTIN))} or a path to a .py file "
+                        "(see 'simdist list')")

@@ -1,0 +1,78 @@
+"""A token passed around 4 tasks on 2 machines: latency, bandwidth and a NIC queueing up.
+
+Three phases, each a classic picture of the cost model:
+1. a small token (8 bytes) goes around the ring: every hop costs about one link latency
+   (latency-bound), and the hop between machines is slower than the hop inside one;
+2. a large token (8 MiB by default) goes around: every hop costs about bytes / bandwidth
+   (bandwidth-bound);
+3. every task pushes a large "gradient" to the last task at once (what workers do to a
+   parameter server): the senders on the other machine share one NIC, so their messages
+   queue up behind each other.
+"""
+
+import numpy as np
+
+from ..cluster import ClusterSpec
+from ..devices import Layout
+from ..errors import InvalidArgumentError
+from . import Program
+
+
+def add_arguments(parser):
+    parser.add_argument("--tasks", type=int, default=4, help="number of tasks (default 4)")
+    parser.add_argument("--tasks-per-machine", type=int, default=2,
+                        help="tasks on one machine (default 2)")
+    parser.add_argument("--rounds", type=int, default=2, help="laps of each token (default 2)")
+    parser.add_argument("--small-bytes", type=int, default=8,
+                        help="size of the small token in bytes (default 8)")
+    parser.add_argument("--large-bytes", type=int, default=8 << 20,
+                        help="size of the large token and of each pushed gradient (default 8 MiB)")
+
+
+def setup(args):
+    if args.tasks < 2:
+        raise InvalidArgumentError(f"--tasks {args.tasks}: a ring needs at least 2 tasks")
+    return ClusterSpec({"worker": args.tasks}), Layout(tasks_per_machine=args.tasks_per_machine)
+
+
+def pass_token(ctx, token, rounds, tag):
+    """One task's part of passing ``token`` around the ring ``rounds`` times."""
+    n, me = ctx.num_tasks, ctx.order
+    nxt, prev = (me + 1) % n, (me - 1) % n
+    for _ in range(rounds):
+        if me == 0:
+            ctx.send(nxt, tag, token)
+        msg = yield ctx.recv(prev, tag)
+        token = msg.payload + 1
+        yield ctx.compute(f"add one ({tag})", flops=token.size, nbytes=2 * token.nbytes)
+        if me != 0:
+            ctx.send(nxt, tag, token)
+    return token
+
+
+def main(ctx, args):
+    small = np.zeros(max(1, args.small_bytes // 4), dtype=np.float32)
+    large = np.zeros(max(1, args.large_bytes // 4), dtype=np.float32)
+    small = yield from pass_token(ctx, small, args.rounds, "small token")
+    large = yield from pass_token(ctx, large, args.rounds, "large token")
+    last = ctx.num_tasks - 1
+    if ctx.order != last:
+        grad = ctx.rng.standard_normal(large.size).astype(np.float32)
+        ctx.send(last, "gradient", grad)
+        return float(small[0]), float(large[0])
+    total = np.zeros_like(large)
+    for _ in range(last):
+        msg = yield ctx.recv(tag="gradient")
+        total += msg.payload
+        yield ctx.compute(f"sum gradient from {msg.src}", flops=total.size,
+                          nbytes=3 * total.nbytes)
+    return float(small[0]), float(large[0]), float(total.sum(dtype=np.float64))
+
+
+PROGRAM = Program(
+    name="token_ring",
+    summary="a token around 4 tasks on 2 machines: latency- vs bandwidth-bound, a NIC queue",
+    setup=setup,
+    main=main,
+    add_arguments=add_arguments,
+)

@@ -1,0 +1,305 @@
+"""The trace schema: spans, message flows, counters and instants of one run.
+
+This is what TensorFlow's profiler (and its Chrome/Perfetto "trace viewer") shows for a real
+job. simdist records it in simulated nanoseconds; realdist records the same schema from
+wall-clock measurements. A trace exports to Chrome Trace Event JSON (pid = task, tid = lane,
+microseconds), which opens in https://ui.perfetto.dev and chrome://tracing, and reads back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InvalidArgumentError
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Span:
+    """Something a lane (a device, a NIC, a thread) was busy with from ``start`` for ``dur`` ns."""
+
+    pid: str
+    lane: str
+    name: str
+    cat: str
+    start: int
+    dur: int
+    args: dict = field(default_factory=dict)
+
+    @property
+    def end(self) -> int:
+        return self.start + self.dur
+
+
+@dataclass
+class Flow:
+    """A message: sent by ``src_pid`` at ``t_send``, delivered to ``dst_pid`` at ``t_recv``."""
+
+    id: int
+    name: str
+    cat: str
+    src_pid: str
+    src_lane: str
+    t_send: int
+    dst_pid: str
+    dst_lane: str
+    t_recv: int
+    args: dict = field(default_factory=dict)
+
+
+@dataclass
+class Counter:
+    """Sampled values (queue depth, bytes in flight, memory) of one named counter at ``t``."""
+
+    pid: str
+    name: str
+    t: int
+    values: dict
+
+
+@dataclass
+class Instant:
+    """A point event: a fault, a checkpoint, a barrier released."""
+
+    pid: str
+    lane: str
+    name: str
+    cat: str
+    t: int
+    args: dict = field(default_factory=dict)
+
+
+class Tracer:
+    """Collects trace records, one stream per simulated task (plus one for the network).
+
+    Records are plain tuples appended in the order the owning task produced them, so that a
+    run spread over MPI ranks merges into the same trace as a run in one process.
+    ``enabled=False`` makes every call a no-op (the fastest way to simulate).
+    """
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.streams: dict[str, list[tuple]] = {}
+
+    def stream(self, key: str) -> list:
+        return self.streams.setdefault(key, [])
+
+    def span(self, stream, pid, lane, name, cat, start, dur, args=None):
+        if self.enabled:
+            self.stream(stream).append(("X", start, pid, lane, name, cat, dur, args or {}))
+
+    def flow(self, stream, fid, name, cat, src_pid, src_lane, t_send, dst_pid, dst_lane, t_recv,
+             args=None):
+        if self.enabled:
+            self.stream(stream).append(
+                ("F", t_send, fid, name, cat, src_pid, src_lane, dst_pid, dst_lane, t_recv,
+                 args or {}))
+
+    def counter(self, stream, pid, name, t, values):
+        if self.enabled:
+            self.stream(stream).append(("C", t, pid, name, dict(values)))
+
+    def instant(self, stream, pid, lane, name, cat, t, args=None):
+        if self.enabled:
+            self.stream(stream).append(("i", t, pid, lane, name, cat, args or {}))
+
+
+def build_trace(streams: dict[str, list[tuple]], stream_order: list[str], processes: list[str],
+                metadata: dict) -> Trace:
+    """Merge record streams into a Trace: streams in ``stream_order``, then stably by time."""
+    records = [rec for key in stream_order for rec in streams.get(key, ())]
+    records.sort(key=lambda rec: rec[1])
+    trace = Trace(processes=list(processes), metadata=dict(metadata))
+    for rec in records:
+        kind = rec[0]
+        if kind == "X":
+            _, start, pid, lane, name, cat, dur, args = rec
+            trace.spans.append(Span(pid, lane, name, cat, start, dur, args))
+        elif kind == "F":
+            _, t_send, fid, name, cat, src_pid, src_lane, dst_pid, dst_lane, t_recv, args = rec
+            trace.flows.append(
+                Flow(fid, name, cat, src_pid, src_lane, t_send, dst_pid, dst_lane, t_recv, args))
+        elif kind == "C":
+            _, t, pid, name, values = rec
+            trace.counters.append(Counter(pid, name, t, values))
+        else:
+            _, t, pid, lane, name, cat, args = rec
+            trace.instants.append(Instant(pid, lane, name, cat, t, args))
+    return trace
+
+
+def _us(ns: int) -> float:
+    return ns / 1000
+
+
+def _ns(us) -> int:
+    return round(float(us) * 1000)
+
+
+@dataclass
+class Trace:
+    """One run's events, in the order Chrome's trace viewer and simdist's plots read them."""
+
+    processes: list[str] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+    flows: list[Flow] = field(default_factory=list)
+    counters: list[Counter] = field(default_factory=list)
+    instants: list[Instant] = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+
+    def lanes(self, pid: str) -> list[str]:
+        """The lanes of one process in order of first use."""
+        return self.lane_map().get(pid, [])
+
+    def lane_map(self) -> dict[str, list[str]]:
+        """Every process's lanes, in order of first use."""
+        seen: dict[str, dict[str, None]] = {}
+        for pid, lane in self._lane_uses():
+            seen.setdefault(pid, {}).setdefault(lane, None)
+        return {pid: list(lanes) for pid, lanes in seen.items()}
+
+    def _lane_uses(self):
+        for s in self.spans:
+            yield s.pid, s.lane
+        for i in self.instants:
+            yield i.pid, i.lane
+        for f in self.flows:
+            yield f.src_pid, f.src_lane
+            yield f.dst_pid, f.dst_lane
+
+    def end_time(self) -> int:
+        """The last simulated (or measured) time any record reaches, in ns."""
+        ends = [s.end for s in self.spans] + [f.t_recv for f in self.flows]
+        ends += [c.t for c in self.counters] + [i.t for i in self.instants]
+        return max(ends, default=0)
+
+    # -- Chrome Trace Event JSON -------------------------------------------------------------
+
+    def to_chrome(self) -> dict:
+        """Chrome Trace Event format: pid = task, tid = lane, times in microseconds."""
+        pids = {name: i for i, name in enumerate(self.processes)}
+        for name in self._all_pids():
+            pids.setdefault(name, len(pids))
+        lane_map = self.lane_map()
+        tids = {(pid, lane): tid for pid in pids
+                for tid, lane in enumerate(lane_map.get(pid, []))}
+        events: list[dict] = []
+        for name, pid in pids.items():
+            events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                           "args": {"name": name}})
+            events.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
+                           "args": {"sort_index": pid}})
+        for (pname, lane), tid in tids.items():
+            events.append({"name": "thread_name", "ph": "M", "pid": pids[pname], "tid": tid,
+                           "args": {"name": lane}})
+            events.append({"name": "thread_sort_index", "ph": "M", "pid": pids[pname],
+                           "tid": tid, "args": {"sort_index": tid}})
+        for s in self.spans:
+            events.append({"name": s.name, "cat": s.cat, "ph": "X", "ts": _us(s.start),
+                           "dur": _us(s.dur), "pid": pids[s.pid], "tid": tids[(s.pid, s.lane)],
+                           "args": s.args})
+        for f in self.flows:
+            src = {"name": f.name, "cat": f.cat, "ph": "s", "id": f.id, "ts": _us(f.t_send),
+                   "pid": pids[f.src_pid], "tid": tids[(f.src_pid, f.src_lane)],
+                   "args": f.args}
+            dst = {"name": f.name, "cat": f.cat, "ph": "f", "bp": "e", "id": f.id,
+                   "ts": _us(f.t_recv), "pid": pids[f.dst_pid],
+                   "tid": tids[(f.dst_pid, f.dst_lane)], "args": {}}
+            events += [src, dst]
+        for c in self.counters:
+            events.append({"name": c.name, "ph": "C", "ts": _us(c.t), "pid": pids[c.pid],
+                           "tid": 0, "args": c.values})
+        for i in self.instants:
+            events.append({"name": i.name, "cat": i.cat, "ph": "i", "s": "t", "ts": _us(i.t),
+                           "pid": pids[i.pid], "tid": tids[(i.pid, i.lane)], "args": i.args})
+        other = {"schema_version": SCHEMA_VERSION, **self.metadata}
+        return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
+
+    def _all_pids(self):
+        for pid, _ in self._lane_uses():
+            yield pid
+        for c in self.counters:
+            yield c.pid
+
+    def to_json(self) -> str:
+        """Deterministic JSON text: one event per line, so that equal runs give equal bytes."""
+        chrome = self.to_chrome()
+        lines = [json.dumps(e, separators=(",", ":")) for e in chrome["traceEvents"]]
+        head = json.dumps({"displayTimeUnit": chrome["displayTimeUnit"],
+                           "otherData": chrome["otherData"]}, separators=(",", ":"),
+                          sort_keys=True)
+        return head[:-1] + ',"traceEvents":[\n' + ",\n".join(lines) + "\n]}\n"
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_json())
+        return path
+
+    @classmethod
+    def load(cls, path) -> Trace:
+        """Read a Chrome Trace Event JSON file written by simdist or realdist."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise InvalidArgumentError(f"trace file '{path}' does not exist") from None
+        except json.JSONDecodeError as e:
+            raise InvalidArgumentError(
+                f"trace file '{path}' is not JSON ({e.msg} at line {e.lineno}): "
+                "expected Chrome Trace Event JSON written by simdist or realdist") from None
+        return cls.from_chrome(data, source=str(path))
+
+    @classmethod
+    def from_chrome(cls, data, source: str = "trace") -> Trace:
+        if isinstance(data, list):
+            data = {"traceEvents": data}
+        if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+            raise InvalidArgumentError(
+                f"{source} has no 'traceEvents' list: expected Chrome Trace Event JSON")
+        other = dict(data.get("otherData", {}))
+        version = other.pop("schema_version", None)
+        if version is not None and version > SCHEMA_VERSION:
+            raise InvalidArgumentError(
+                f"{source} has trace schema version {version}; this simdist reads up to "
+                f"{SCHEMA_VERSION}: upgrade simdist")
+        pnames: dict[int, str] = {}
+        lanes: dict[tuple[int, int], str] = {}
+        events = data["traceEvents"]
+        for e in events:
+            if e.get("ph") == "M" and e.get("name") == "process_name":
+                pnames[e["pid"]] = e["args"]["name"]
+            elif e.get("ph") == "M" and e.get("name") == "thread_name":
+                lanes[(e["pid"], e["tid"])] = e["args"]["name"]
+
+        def pid_of(e):
+            return pnames.get(e["pid"], str(e["pid"]))
+
+        def lane_of(e):
+            return lanes.get((e["pid"], e.get("tid", 0)), str(e.get("tid", 0)))
+
+        trace = cls(processes=[pnames[k] for k in sorted(pnames)], metadata=other)
+        starts: dict = {}
+        for e in events:
+            ph = e.get("ph")
+            if ph == "X":
+                trace.spans.append(Span(pid_of(e), lane_of(e), e["name"], e.get("cat", ""),
+                                        _ns(e["ts"]), _ns(e.get("dur", 0)), e.get("args", {})))
+            elif ph == "s":
+                starts[e["id"]] = e
+            elif ph == "f" and e["id"] in starts:
+                s = starts.pop(e["id"])
+                trace.flows.append(Flow(e["id"], s["name"], s.get("cat", ""), pid_of(s),
+                                        lane_of(s), _ns(s["ts"]), pid_of(e), lane_of(e),
+                                        _ns(e["ts"]), s.get("args", {})))
+            elif ph == "C":
+                trace.counters.append(Counter(pid_of(e), e["name"], _ns(e["ts"]),
+                                              e.get("args", {})))
+            elif ph in ("i", "I"):
+                trace.instants.append(Instant(pid_of(e), lane_of(e), e["name"],
+                                              e.get("cat", ""), _ns(e["ts"]),
+                                              e.get("args", {})))
+        return trace

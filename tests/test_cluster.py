@@ -1,0 +1,417 @@
+"""Tests for simdist.cluster: ClusterSpec, the chief rule, TF_CONFIG, ranks and DeviceSpec."""
+
+import json
+import re
+
+import pytest
+
+from simdist.cluster import (
+    TASK_TYPES, ClusterSpec, ClusterSpecError, DeviceSpec, DeviceSpecError, TaskId,
+    TaskIndexError, TFConfig, TFConfigError, UnknownTaskError, UnknownTaskTypeError,
+    canonical_device, chief_task, merge_device, task_to_rank, tf_config_for_all_tasks)
+from simdist.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
+
+def m(text):
+    """A pytest.raises(match=...) pattern that matches ``text`` literally."""
+    return re.escape(text)
+
+
+# ------------------------------------------------------------------------------------ TaskId
+
+
+def test_task_id_name_and_parse():
+    task = TaskId("worker", 1)
+    assert task.name == "worker:1" and str(task) == "worker:1"
+    for text in ("worker:1", "/job:worker/task:1", "/job:worker/replica:0/task:1"):
+        assert TaskId.parse(text) == task
+    assert TaskId.parse("chief:0") == TaskId("chief", 0)
+
+
+@pytest.mark.parametrize("text", ["worker", "worker:x", "/job:worker", "worker:-1",
+                                  "/job:worker/task:1/device:CPU:0", "Worker:1", ""])
+def test_task_id_parse_malformed(text):
+    with pytest.raises(InvalidArgumentError, match=m(repr(text))) as info:
+        TaskId.parse(text)
+    assert "/job:worker/task:1" in str(info.value)
+
+
+def test_task_id_bad_fields():
+    with pytest.raises(InvalidArgumentError, match="-1"):
+        TaskId("worker", -1)
+    with pytest.raises(InvalidArgumentError, match="'Bad'"):
+        TaskId("Bad", 0)
+
+
+# -------------------------------------------------------------------------------- ClusterSpec
+
+
+def test_task_types():
+    assert TASK_TYPES == ("chief", "master", "worker", "ps", "evaluator")
+
+
+def test_canonical_job_and_task_order():
+    cluster = ClusterSpec({"zeta": 1, "ps": 2, "evaluator": 1, "alpha": 1, "worker": 2,
+                           "chief": 1})
+    assert cluster.jobs == ["chief", "worker", "ps", "evaluator", "alpha", "zeta"]
+    assert [t.name for t in cluster.tasks()] == [
+        "chief:0", "worker:0", "worker:1", "ps:0", "ps:1", "evaluator:0", "alpha:0", "zeta:0"]
+    assert cluster.num_tasks_total == 8
+    assert cluster.task_order("ps:1") == 4
+    assert cluster.task_order(TaskId("zeta", 0)) == 7
+    assert cluster.task("/job:worker/task:1") == TaskId("worker", 1)
+
+
+def test_counts_get_ports_in_canonical_order():
+    cluster = ClusterSpec({"ps": 1, "worker": 2, "chief": 1})
+    assert cluster.as_dict() == {
+        "chief": ["localhost:2222"],
+        "worker": ["localhost:2223", "localhost:2224"],
+        "ps": ["localhost:2225"]}
+
+
+def test_counts_skip_ports_given_explicitly():
+    cluster = ClusterSpec({"worker": 2, "ps": ["localhost:2223"]})
+    assert cluster.job_tasks("worker") == ["localhost:2222", "localhost:2224"]
+
+
+def test_lists_and_queries():
+    cluster = ClusterSpec({"worker": ["w0:2222", "w1:2222"], "ps": ("p0:2222",)})
+    assert cluster.num_tasks("worker") == 2
+    assert cluster.task_indices("worker") == [0, 1]
+    assert cluster.task_address("worker", 1) == "w1:2222"
+    assert cluster.job_tasks("ps") == ["p0:2222"]
+    assert cluster.as_dict() == {"worker": ["w0:2222", "w1:2222"], "ps": ["p0:2222"]}
+
+
+def test_sparse_job_like_tf():
+    cluster = ClusterSpec({"worker": {3: "w3:1", 1: "w1:1"}})
+    assert cluster.num_tasks("worker") == 2
+    assert cluster.task_indices("worker") == [1, 3]
+    assert cluster.job_tasks("worker") == [None, "w1:1", None, "w3:1"]
+    assert cluster.as_dict() == {"worker": {1: "w1:1", 3: "w3:1"}}
+    assert [t.name for t in cluster.tasks()] == ["worker:1", "worker:3"]
+    # A dense dict becomes a list, as in TF.
+    assert ClusterSpec({"ps": {1: "b", 0: "a"}}).as_dict() == {"ps": ["a", "b"]}
+
+
+def test_as_dict_round_trip_eq_and_repr():
+    for spec in ({"chief": ["c:1"], "worker": {0: "w0:1", 2: "w2:1"}, "local": ["l:1"]},
+                 {"worker": 3, "ps": 2}):
+        cluster = ClusterSpec(spec)
+        assert ClusterSpec(cluster.as_dict()) == cluster
+        assert ClusterSpec(cluster) == cluster
+        assert repr(cluster) == f"ClusterSpec({cluster.as_dict()!r})"
+    assert ClusterSpec({"worker": 2}) != ClusterSpec({"worker": 3})
+    assert ClusterSpec({}).tasks() == []
+
+
+@pytest.mark.parametrize("spec, shown", [
+    ({"Worker": 2}, "'Worker'"),
+    ({"9w": 2}, "'9w'"),
+    ({3: 2}, "3"),
+    ({"worker": 0}, "0"),
+    ({"worker": -2}, "-2"),
+    ({"worker": [1234]}, "1234"),
+    ({"worker": ["ok:1", None]}, "None"),
+    ({"worker": {0: 5}}, "5"),
+    ({"worker": {-1: "a:1"}}, "-1"),
+    ({"worker": "host:1"}, "'host:1'"),
+    ({"worker": 2.0}, "2.0"),
+    ({"worker": True}, "True"),
+    ({"worker": []}, "'worker'"),
+    (["worker"], "['worker']"),
+])
+def test_bad_cluster_specs(spec, shown):
+    with pytest.raises(ClusterSpecError, match=m(shown)):
+        ClusterSpec(spec)
+
+
+def test_cluster_spec_error_classes():
+    assert issubclass(ClusterSpecError, InvalidArgumentError)
+    assert issubclass(UnknownTaskTypeError, NotFoundError)
+    assert issubclass(UnknownTaskError, NotFoundError)
+    assert issubclass(TaskIndexError, OutOfRangeError)
+    assert issubclass(TFConfigError, InvalidArgumentError)
+    assert issubclass(DeviceSpecError, InvalidArgumentError)
+
+
+def test_bad_cluster_spec_message_names_job_and_expectation():
+    with pytest.raises(ClusterSpecError, match=m("job 'worker'")) as info:
+        ClusterSpec({"worker": 1.5})
+    assert "list of 'host:port' addresses" in str(info.value)
+
+
+def test_unknown_job_lists_jobs():
+    cluster = ClusterSpec({"chief": 1, "worker": 2})
+    for call in (lambda: cluster.num_tasks("ps"), lambda: cluster.task_indices("ps"),
+                 lambda: cluster.task_address("ps", 0), lambda: cluster.job_tasks("ps")):
+        with pytest.raises(UnknownTaskTypeError, match=m("'ps'")) as info:
+            call()
+        assert "chief, worker" in str(info.value)
+
+
+def test_task_index_out_of_range():
+    cluster = ClusterSpec({"worker": 4})
+    with pytest.raises(TaskIndexError, match=m(
+            "task index 7 out of range for job 'worker': the cluster has worker:0..worker:3")):
+        cluster.task_address("worker", 7)
+    with pytest.raises(TaskIndexError, match=m("worker:1, worker:3")):
+        ClusterSpec({"worker": {1: "a:1", 3: "b:1"}}).task_address("worker", 2)
+    with pytest.raises(InvalidArgumentError, match=m("'1'")):
+        cluster.task_address("worker", "1")
+
+
+def test_unknown_task():
+    cluster = ClusterSpec({"chief": 1, "worker": 4, "ps": 2})
+    with pytest.raises(UnknownTaskError, match=m("'worker:9'")) as info:
+        cluster.task("worker:9")
+    assert "chief:0, worker:0..worker:3, ps:0..ps:1" in str(info.value)
+    with pytest.raises(UnknownTaskError, match=m("'evaluator:0'")):
+        cluster.task_order(TaskId("evaluator", 0))
+    with pytest.raises(InvalidArgumentError, match=m("'worker-1'")):
+        cluster.task("worker-1")
+
+
+def test_unknown_task_abbreviates_long_lists():
+    cluster = ClusterSpec({"worker": {i: f"w{i}:1" for i in range(0, 40, 2)}})
+    with pytest.raises(UnknownTaskError, match=m("'worker:1'")) as info:
+        cluster.task("worker:1")
+    message = str(info.value)
+    assert "more" in message and "worker:38" in message and "worker:20" not in message
+
+
+# ------------------------------------------------------------------------------ chief rule
+
+
+def test_chief_rule():
+    assert chief_task(ClusterSpec({"chief": 1, "worker": 2, "ps": 1})) == TaskId("chief", 0)
+    assert chief_task(ClusterSpec({"master": 1, "worker": 2, "ps": 1})) == TaskId("master", 0)
+    assert chief_task(ClusterSpec({"worker": 3})) == TaskId("worker", 0)
+
+
+def test_chief_rule_errors():
+    with pytest.raises(ClusterSpecError, match=m("'ps'")):
+        chief_task(ClusterSpec({"ps": 2}))
+    with pytest.raises(ClusterSpecError, match=m("job 'chief' has 2 tasks")):
+        chief_task(ClusterSpec({"chief": 2, "worker": 1}))
+    with pytest.raises(ClusterSpecError, match="no chief"):
+        chief_task(ClusterSpec({"worker": {1: "a:1"}}))
+
+
+# ------------------------------------------------------------------------------- TF_CONFIG
+
+
+def test_tf_config_parse_and_round_trip():
+    text = json.dumps({"cluster": {"chief": ["c:2222"], "worker": ["w0:2222", "w1:2222"],
+                                   "ps": ["p0:2222"]},
+                       "task": {"type": "worker", "index": 1}})
+    config = TFConfig.from_json(text)
+    assert config.task == TaskId("worker", 1)
+    assert config.cluster.num_tasks("worker") == 2
+    assert not config.is_chief
+    assert config.rpc_layer is None and config.environment is None
+    assert TFConfig.from_json(config.to_json()) == config
+    assert json.loads(config.to_json()) == json.loads(text)
+
+
+def test_tf_config_to_json_is_deterministic():
+    a = TFConfig(ClusterSpec({"worker": 2, "chief": 1}), "chief", 0, rpc_layer="grpc")
+    b = TFConfig({"chief": 1, "worker": 2}, "chief", 0, rpc_layer="grpc")
+    assert a == b and a.to_json() == b.to_json()
+    assert a.to_json().startswith('{"cluster": {"chief": ["localhost:2222"]')
+    assert a.is_chief
+
+
+def test_tf_config_tfjob_master_form_and_cloud_environment():
+    text = json.dumps({"cluster": {"master": ["m:2222"], "worker": ["w0:2222"], "ps": ["p:2222"]},
+                       "task": {"type": "master", "index": 0}, "environment": "cloud"})
+    config = TFConfig.from_json(text)
+    assert config.is_chief
+    assert config.environment == "cloud"
+    assert json.loads(config.to_json())["environment"] == "cloud"
+    assert TFConfig.from_json(config.to_json()) == config
+    worker = TFConfig(config.cluster, "worker", 0)
+    assert not worker.is_chief
+
+
+def test_tf_config_without_task_and_sparse_round_trip():
+    config = TFConfig.from_json('{"cluster": {"worker": {"1": "a:1", "3": "b:1"}}}')
+    assert config.task_type is None and config.task_id is None
+    assert TFConfig.from_json(config.to_json()) == config
+    with pytest.raises(TFConfigError, match="no 'task'"):
+        config.task
+
+
+def test_tf_config_from_env():
+    text = '{"cluster": {"worker": 2}, "task": {"type": "worker", "index": 0}}'
+    assert TFConfig.from_env({"TF_CONFIG": text}).is_chief
+    with pytest.raises(TFConfigError, match="TF_CONFIG is not set"):
+        TFConfig.from_env({})
+
+
+@pytest.mark.parametrize("text, shown", [
+    ('{"cluster": {"worker": 2}', "'{\"cluster\": {\"worker\": 2}'"),
+    ("not json", "'not json'"),
+    ("[1, 2]", "'[1, 2]'"),
+    ('{"task": {"type": "worker", "index": 0}}', "no 'cluster'"),
+    ('{"cluster": {"worker": 2}, "task": {"index": 0}}', "no 'type'"),
+    ('{"cluster": {"worker": 2}, "task": {"type": "worker"}}', "no 'index'"),
+    ('{"cluster": {"worker": 2}, "task": {"type": "worker", "index": "1"}}', "'1'"),
+    ('{"cluster": {"worker": 2}, "task": {"type": "worker", "index": 1.0}}', "1.0"),
+    ('{"cluster": {"worker": 2}, "task": "worker:0"}', "'worker:0'"),
+    ('{"cluster": {"worker": 2}, "task": {"type": 3, "index": 0}}', "3"),
+    ('{"cluster": {"worker": 2}, "environment": 5}', "5"),
+])
+def test_bad_tf_config(text, shown):
+    with pytest.raises(TFConfigError, match=m(shown)):
+        TFConfig.from_json(text)
+
+
+def test_bad_tf_config_json_error_position_and_truncation():
+    text = '{"cluster": {"worker": ["' + "x" * 200 + '"]} oops'
+    with pytest.raises(TFConfigError, match="line 1 column") as info:
+        TFConfig.from_json(text)
+    assert text[:80] in str(info.value) and text[:120] not in str(info.value)
+
+
+def test_tf_config_unknown_task_type_and_index():
+    with pytest.raises(UnknownTaskTypeError, match=m("'evaluator'")) as info:
+        TFConfig.from_json('{"cluster": {"worker": 2, "ps": 1}, '
+                           '"task": {"type": "evaluator", "index": 0}}')
+    assert "worker, ps" in str(info.value)
+    with pytest.raises(TaskIndexError, match=m("task index 5 out of range for job 'worker'")):
+        TFConfig.from_json('{"cluster": {"worker": 2}, "task": {"type": "worker", "index": 5}}')
+    with pytest.raises(ClusterSpecError, match=m("'Worker'")):
+        TFConfig.from_json('{"cluster": {"Worker": 2}}')
+    with pytest.raises(TFConfigError, match="both or neither"):
+        TFConfig(ClusterSpec({"worker": 1}), "worker", None)
+
+
+def test_tf_config_for_all_tasks():
+    cluster = ClusterSpec({"chief": 1, "worker": 2, "ps": 1})
+    configs = tf_config_for_all_tasks(cluster)
+    assert list(configs) == ["chief:0", "worker:0", "worker:1", "ps:0"]
+    parsed = {name: TFConfig.from_json(text) for name, text in configs.items()}
+    for name, config in parsed.items():
+        assert config.task.name == name
+        assert config.cluster == cluster
+    assert len({json.dumps(json.loads(t)["cluster"]) for t in configs.values()}) == 1
+    assert [name for name, c in parsed.items() if c.is_chief] == ["chief:0"]
+    assert tf_config_for_all_tasks({"worker": 2}) == tf_config_for_all_tasks(
+        ClusterSpec({"worker": 2}))
+
+
+# ----------------------------------------------------------------------------- task_to_rank
+
+
+@pytest.mark.parametrize("num_tasks, num_ranks, expected", [
+    (1, 1, [0]),
+    (4, 1, [0, 0, 0, 0]),
+    (4, 4, [0, 1, 2, 3]),
+    (5, 2, [0, 0, 0, 1, 1]),
+    (7, 3, [0, 0, 0, 1, 1, 2, 2]),
+    (8, 4, [0, 0, 1, 1, 2, 2, 3, 3]),
+    (6, 4, [0, 0, 1, 1, 2, 3]),
+])
+def test_task_to_rank(num_tasks, num_ranks, expected):
+    assert task_to_rank(num_tasks, num_ranks) == expected
+
+
+def test_task_to_rank_errors():
+    with pytest.raises(InvalidArgumentError, match=m(
+            "mpiexec -n 8 is larger than the number of simulated tasks (4): every MPI rank "
+            "needs at least one task; use -n 4 or fewer")):
+        task_to_rank(4, 8)
+    with pytest.raises(InvalidArgumentError, match="ranks 0"):
+        task_to_rank(4, 0)
+    with pytest.raises(InvalidArgumentError, match="tasks 0"):
+        task_to_rank(0, 1)
+    with pytest.raises(InvalidArgumentError, match=m("'2'")):
+        task_to_rank(4, "2")
+
+
+# ------------------------------------------------------------------------------- DeviceSpec
+
+
+@pytest.mark.parametrize("text, fields, canonical", [
+    ("/job:worker/replica:0/task:1/device:GPU:0", ("worker", 0, 1, "GPU", 0),
+     "/job:worker/replica:0/task:1/device:GPU:0"),
+    ("/job:ps/task:0/cpu:0", ("ps", None, 0, "CPU", 0), "/job:ps/task:0/device:CPU:0"),
+    ("/gpu:1", (None, None, None, "GPU", 1), "/device:GPU:1"),
+    ("/cpu:0", (None, None, None, "CPU", 0), "/device:CPU:0"),
+    ("/device:CPU:0", (None, None, None, "CPU", 0), "/device:CPU:0"),
+    ("/device:GPU:*", (None, None, None, "GPU", None), "/device:GPU:*"),
+    ("/device:gpu:2", (None, None, None, "GPU", 2), "/device:GPU:2"),
+    ("/gpu", (None, None, None, "GPU", None), "/device:GPU:*"),
+    ("", (None, None, None, None, None), ""),
+    ("/job:worker", ("worker", None, None, None, None), "/job:worker"),
+    ("GPU:0", (None, None, None, "GPU", 0), "/device:GPU:0"),
+    ("TPU_SYSTEM:0", (None, None, None, "TPU_SYSTEM", 0), "/device:TPU_SYSTEM:0"),
+    ("/device:TPU:3/task:2/job:local", ("local", None, 2, "TPU", 3),
+     "/job:local/task:2/device:TPU:3"),
+])
+def test_device_spec_parse_and_print(text, fields, canonical):
+    spec = DeviceSpec.from_string(text)
+    assert (spec.job, spec.replica, spec.task, spec.device_type, spec.device_index) == fields
+    assert spec.to_string() == canonical == str(spec) == canonical_device(text)
+    assert DeviceSpec.from_string(canonical) == spec  # round trip
+
+
+@pytest.mark.parametrize("text, component", [
+    ("/foo:1", "'foo:1'"),
+    ("/job:worker/task:x", "'task:x'"),
+    ("/job:worker/task:-1", "'task:-1'"),
+    ("/job:worker/job:ps", "'job:ps'"),
+    ("/gpu:0/device:CPU:0", "'device:CPU:0'"),
+    ("/device:FPGA:0", "'FPGA'"),
+    ("/fpga:0", "'fpga:0'"),
+    ("/device:GPU", "'device:GPU'"),
+    ("/job:", "'job:'"),
+    ("/replica:0:1", "'replica:0:1'"),
+    ("/gpu:0:1", "'gpu:0:1'"),
+])
+def test_device_spec_malformed(text, component):
+    with pytest.raises(DeviceSpecError, match=m(repr(text))) as info:
+        DeviceSpec.from_string(text)
+    message = str(info.value)
+    assert component in message
+    assert "/job:<name>/replica:<int>/task:<int>/device:<TYPE>:<int>" in message
+
+
+def test_device_spec_bad_fields():
+    with pytest.raises(DeviceSpecError, match=m("'FPGA'")):
+        DeviceSpec(device_type="FPGA")
+    with pytest.raises(DeviceSpecError, match="-1"):
+        DeviceSpec(task=-1)
+    with pytest.raises(DeviceSpecError, match="5"):
+        DeviceSpec.from_string(5)
+    assert DeviceSpec(job="ps", device_type="gpu", device_index=0).to_string() == \
+        "/job:ps/device:GPU:0"
+
+
+def test_device_spec_merge_and_replace():
+    outer = DeviceSpec.from_string("/job:worker/task:1/device:CPU:0")
+    merged = outer.make_merged_spec(DeviceSpec.from_string("/device:GPU:1"))
+    assert merged.to_string() == "/job:worker/task:1/device:GPU:1"
+    assert outer.to_string() == "/job:worker/task:1/device:CPU:0"  # unchanged
+    assert outer.replace(task=3).to_string() == "/job:worker/task:3/device:CPU:0"
+    # TF's field-by-field merge: a type without an index keeps the outer index.
+    assert outer.make_merged_spec(DeviceSpec(device_type="GPU")).to_string() == \
+        "/job:worker/task:1/device:GPU:0"
+
+
+@pytest.mark.parametrize("outer, inner, expected", [
+    ("/job:worker/task:1", "/gpu:0", "/job:worker/task:1/device:GPU:0"),
+    ("/job:worker/task:1/device:CPU:0", "/device:GPU:1", "/job:worker/task:1/device:GPU:1"),
+    ("/job:train", "/job:ps/device:GPU:0", "/job:ps/device:GPU:0"),
+    ("/job:ps/task:0", "", "/job:ps/task:0"),
+    ("", "/cpu:0", "/device:CPU:0"),
+    ("/job:worker/replica:0/task:0", "/task:2", "/job:worker/replica:0/task:2"),
+])
+def test_merge_device(outer, inner, expected):
+    assert merge_device(outer, inner) == expected
+
+
+def test_merge_device_rejects_malformed():
+    with pytest.raises(DeviceSpecError, match=m("'/bogus:1'")):
+        merge_device("/job:worker", "/bogus:1")
