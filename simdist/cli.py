@@ -132,6 +132,8 @@ def cmd_run(args) -> int:
           f"messages, simulated time {result.end_time} ns")
     if not args.quiet:
         print(format_summary(summarize(result.trace), result.end_time))
+        if program.report:
+            print(program.report(result, hardware))
     if args.trace:
         print(f"trace:    {result.trace.save(args.trace)}  (open in https://ui.perfetto.dev)")
     if args.timeline:

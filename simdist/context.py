@@ -13,7 +13,7 @@ from collections import deque
 import numpy as np
 
 from .cluster import ClusterSpec, TaskId, UnknownTaskError, chief_task
-from .comm import Message, describe_payload, payload_nbytes
+from .comm import Message, Phantom, describe_payload, payload_nbytes
 from .core import DELIVERY, Environment, Event
 from .devices import Hardware
 from .errors import InvalidArgumentError
@@ -37,11 +37,16 @@ class TaskContext:
         self.rng = np.random.default_rng([seed, self.order])
         self.is_chief = task == chief_task(cluster)
         self._tasks = cluster.tasks()
+        self._names = [t.name for t in self._tasks]
+        self._orders: dict = {}
         self._outbox = outbox
         self._seq = 0
         self._inbox: deque[Message] = deque()
         self._waiting: list[tuple] = []
         self._device_free: dict[str, int] = {}
+        self._sent = Event(env, desc="send")  # already happened: yielding it resumes at once
+        self._sent.callbacks = None
+        self._sent._value = None
 
     def __repr__(self):
         return f"TaskContext({self.name})"
@@ -99,35 +104,41 @@ class TaskContext:
             return self._tasks[task]
         return self.cluster.task(task)
 
+    def _order_of(self, task) -> int:
+        """The task order of "worker:1", a TaskId or an order (cached: send is a hot path)."""
+        try:
+            return self._orders[task]
+        except KeyError:
+            order = self._orders[task] = self.cluster.task_order(self.resolve(task))
+            return order
+
     def send(self, dst, tag, payload=None) -> Event:
         """Send ``payload`` to task ``dst`` (non-blocking, like a Send op: returns at once).
 
         Arrival time comes from the cost model: egress queue, link latency and bandwidth,
         ingress queue. ``tag`` is any str or int the receiver can match on.
         """
-        dst_task = self.resolve(dst)
-        if dst_task == self.task:
+        dst_order = self._order_of(dst)
+        if dst_order == self.order:
             raise InvalidArgumentError(f"{self.name} sends to itself (tag {tag!r}): a task can "
                                        "only send to another task")
-        desc, arrays = describe_payload(payload)
-        arrays = [np.array(a, copy=True) for a in arrays]  # a snapshot, like TF's Send op
-        desc += (tuple((a.dtype.str, a.shape) for a in arrays),)
+        if payload.__class__ is Phantom:
+            nbytes, desc, arrays = payload.nbytes, ("phantom", payload.nbytes, ()), ()
+        else:
+            desc, arrays = describe_payload(payload)
+            arrays = [np.array(a, copy=True) for a in arrays]  # a snapshot, like TF's Send
+            desc += (tuple((a.dtype.str, a.shape) for a in arrays),)
+            nbytes = payload_nbytes(desc, arrays)
         self._seq += 1
-        nbytes = payload_nbytes(desc, arrays)
-        header = (self.env.now, self.order, self._seq, self.cluster.task_order(dst_task), tag,
-                  nbytes, desc)
-        self._outbox.append((header, arrays))
-        done = Event(self.env, desc=f"send({tag!r} to {dst_task.name})")
-        done.callbacks = None  # already happened: yielding it resumes at once
-        done._value = None
-        return done
+        self._outbox.append(((self.env._now, self.order, self._seq, dst_order, tag, nbytes,
+                              desc), arrays))
+        return self._sent
 
     def recv(self, src=None, tag=None) -> Event:
         """An event that happens when a message from ``src`` (any if None) with ``tag`` (any if
         None) has been delivered; its value is the ``Message``."""
-        src_name = None if src is None else self.resolve(src).name
-        event = Event(self.env, desc=f"recv(src={src_name or 'any'}, tag={tag!r}) "
-                                     f"on {self.name}")
+        src_name = None if src is None else self._names[self._order_of(src)]
+        event = Recv(self, src_name, tag)
         for msg in self._inbox:
             if (src_name is None or msg.src == src_name) and (tag is None or msg.tag == tag):
                 self._inbox.remove(msg)
@@ -138,11 +149,10 @@ class TaskContext:
     def deliver_at(self, arrival: int, header, payload):
         """Schedule the delivery of a message at its arrival time (called by the scheduler)."""
         sent_at, src, seq, _dst, tag, nbytes, _desc = header
-        msg = Message(self._tasks[src].name, self.name, tag, payload, nbytes, sent_at, arrival,
-                      seq)
         event = Event(self.env)
         event._order = self.order
-        event._value = msg
+        event._value = Message(self._names[src], self.name, tag, payload, nbytes, sent_at,
+                               arrival, seq)
         event.callbacks.append(self._delivered)
         self.env.schedule_at(event, arrival, DELIVERY, (src << 40) | seq)
 
@@ -165,3 +175,16 @@ class TaskContext:
 
     def counter(self, name: str, **values):
         self.tracer.counter(self.name, self.name, name, self.env.now, values)
+
+
+class Recv(Event):
+    """The event ``ctx.recv`` returns (a Recv op waiting for its tensor)."""
+
+    __slots__ = ("ctx", "src", "tag")
+
+    def __init__(self, ctx: TaskContext, src, tag):
+        super().__init__(ctx.env)
+        self.ctx, self.src, self.tag = ctx, src, tag
+
+    def __repr__(self):
+        return f"recv(src={self.src or 'any'}, tag={self.tag!r}) on {self.ctx.name}"

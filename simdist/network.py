@@ -28,6 +28,10 @@ def nic_name(machine: int) -> str:
     return f"machine:{machine} NIC"
 
 
+def _send_order(header):
+    return header[0], header[1], header[2]
+
+
 class Network:
     """NIC FIFOs and link costs for the tasks of one cluster (a replicated state machine)."""
 
@@ -39,6 +43,7 @@ class Network:
         self._ingress_free: dict = {}
         self._heads: list = []  # (head time, dst order, src order, seq, message header)
         self._flow_ids = 0
+        self._machine = [hardware.layout.machine_of(i) for i in range(len(task_names))]
         self.bytes_sent = 0
         self.messages = 0
 
@@ -46,29 +51,30 @@ class Network:
         """The window width for conservative synchronization: no message is faster."""
         return self.hardware.min_latency_ns(len(self.task_names))
 
-    def _endpoint(self, order: int, crosses_network: bool):
-        layout = self.hardware.layout
-        return ("nic", layout.machine_of(order)) if crosses_network else ("port", order)
+    def _route(self, src: int, dst: int):
+        """(link, crosses the network?, sender endpoint, receiver endpoint) of a message."""
+        machine = self._machine
+        if machine[src] != machine[dst]:
+            return self.hardware.network, True, ("nic", machine[src]), ("nic", machine[dst])
+        return self.hardware.intra_link, False, ("port", src), ("port", dst)
 
     def egress(self, headers) -> None:
         """Serialize newly sent messages on their senders' endpoints, in (time, source, seq).
 
         A header is (sent_at, src_order, seq, dst_order, tag, nbytes, payload description).
         """
-        layout = self.hardware.layout
-        for header in sorted(headers, key=lambda h: (h[0], h[1], h[2])):
-            sent_at, src, seq, dst, _tag, nbytes, _desc = header
-            crosses = not layout.same_machine(src, dst)
-            link = self.hardware.network if crosses else self.hardware.intra_link
-            endpoint = self._endpoint(src, crosses)
-            start = max(sent_at, self._egress_free.get(endpoint, 0))
-            ser = link.serialization_ns(nbytes)
-            self._egress_free[endpoint] = start + ser
-            if crosses and ser:
+        free, heads = self._egress_free, self._heads
+        for header in sorted(headers, key=_send_order):
+            sent_at, src, seq, dst, tag, nbytes, _desc = header
+            link, crosses, endpoint, _ = self._route(src, dst)
+            start = max(sent_at, free.get(endpoint, 0))
+            ser = -(-nbytes * 1_000_000_000 // link.bandwidth)  # ceil, exact integers
+            free[endpoint] = start + ser
+            if crosses and ser and self.tracer.enabled:
                 self.tracer.span(NETWORK_STREAM, nic_name(endpoint[1]), "egress",
                                  f"{self.task_names[src]} → {self.task_names[dst]}", "network",
-                                 start, ser, {"bytes": nbytes, "tag": str(_tag)})
-            heappush(self._heads, (start + link.latency_ns, dst, src, seq, header, start))
+                                 start, ser, {"bytes": nbytes, "tag": str(tag)})
+            heappush(heads, (start + link.latency_ns, dst, src, seq, header, start, ser))
 
     def next_time(self):
         """When the next message's first bit reaches its receiver, or INFINITY."""
@@ -80,28 +86,22 @@ class Network:
         Returns (arrival time, header) pairs in a fixed order; the receiver's endpoint
         serializes messages in the order their first bit arrived.
         """
-        layout, heads = self.hardware.layout, self._heads
+        free, heads = self._ingress_free, self._heads
         out = []
         while heads and heads[0][0] < limit:
-            head, dst, src, seq, header, tx_start = heappop(heads)
-            nbytes, tag = header[5], header[4]
-            crosses = not layout.same_machine(src, dst)
-            link = self.hardware.network if crosses else self.hardware.intra_link
-            endpoint = self._endpoint(dst, crosses)
-            start = max(head, self._ingress_free.get(endpoint, 0))
-            ser = link.serialization_ns(nbytes)
-            arrival = start + ser
-            self._ingress_free[endpoint] = arrival
-            self._record(header, link, crosses, endpoint, tx_start, start, head, arrival)
-            self.bytes_sent += nbytes
-            self.messages += 1
+            head, dst, src, seq, header, tx_start, ser = heappop(heads)
+            link, crosses, _, endpoint = self._route(src, dst)
+            start = max(head, free.get(endpoint, 0))
+            arrival = free[endpoint] = start + ser
+            if self.tracer.enabled:
+                self._record(header, link, crosses, endpoint, tx_start, start, head, arrival)
+            self.bytes_sent += header[5]
             out.append((arrival, header))
+        self.messages += len(out)
         return out
 
     def _record(self, header, link, crosses, endpoint, tx_start, rx_start, head, arrival):
         tracer = self.tracer
-        if not tracer.enabled:
-            return
         sent_at, src, seq, dst, tag, nbytes, _ = header
         src_name, dst_name = self.task_names[src], self.task_names[dst]
         ser = arrival - rx_start
@@ -119,4 +119,4 @@ class Network:
                     rx_start, ser, args)
         fid = self._flow_ids = self._flow_ids + 1
         tracer.flow(NETWORK_STREAM, fid, str(tag), "message", src_name, tx_lane, tx_start,
-                    dst_name, rx_lane, arrival, {"bytes": nbytes, "sent_at_ns": sent_at})
+                    dst_name, rx_lane, arrival, {"bytes": nbytes, "sent_at_ns": sent_at, "link": link.name})

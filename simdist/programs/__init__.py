@@ -32,6 +32,7 @@ class Program:
     main: Callable  # main(ctx, args) -> generator
     add_arguments: Callable[[argparse.ArgumentParser], None] = field(default=lambda p: None)
     default_system: str = "cpu"
+    report: Callable | None = None  # report(result, hardware) -> text printed after a run
 
 
 def list_programs() -> list[Program]:

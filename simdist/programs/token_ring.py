@@ -57,9 +57,12 @@ def main(ctx, args):
     large = yield from pass_token(ctx, large, args.rounds, "large token")
     last = ctx.num_tasks - 1
     if ctx.order != last:
+        yield ctx.recv(last, "go")  # start the push together, like workers after a barrier
         grad = ctx.rng.standard_normal(large.size).astype(np.float32)
         ctx.send(last, "gradient", grad)
         return float(small[0]), float(large[0])
+    for task in range(last):
+        ctx.send(task, "go", None)
     total = np.zeros_like(large)
     for _ in range(last):
         msg = yield ctx.recv(tag="gradient")
@@ -69,10 +72,37 @@ def main(ctx, args):
     return float(small[0]), float(large[0]), float(total.sum(dtype=np.float64))
 
 
+def report(result, hardware) -> str:
+    """What the trace shows, phase by phase, next to the cost model's formulas."""
+    from ..plots import format_bytes, format_ns
+
+    lines = ["", "what happened (per message: arrival - send, slowest message shown):",
+             f"  {'phase':<13}{'link':<8}{'bytes':>10}{'latency':>10}{'bytes/bw':>10}"
+             f"{'measured':>10}{'queued':>10}  bound by"]
+    links = {hardware.intra_link.name: hardware.intra_link,
+             hardware.network.name: hardware.network}
+    for tag in ("small token", "large token", "gradient"):
+        for name, link in links.items():
+            flows = [f for f in result.trace.flows if f.name == tag and f.args["link"] == name]
+            if not flows:
+                continue
+            nbytes = flows[0].args["bytes"]
+            took = max(f.t_recv - f.args["sent_at_ns"] for f in flows)
+            ser = link.serialization_ns(nbytes)
+            queued = took - link.latency_ns - ser
+            bound = "latency" if link.latency_ns > ser else "bandwidth"
+            bound += " + NIC queue" if queued > 0 else ""
+            lines.append(f"  {tag:<13}{name:<8}{format_bytes(nbytes):>10}"
+                         f"{format_ns(link.latency_ns):>10}{format_ns(ser):>10}"
+                         f"{format_ns(took):>10}{format_ns(max(queued, 0)):>10}  {bound}")
+    return "\n".join(lines)
+
+
 PROGRAM = Program(
     name="token_ring",
     summary="a token around 4 tasks on 2 machines: latency- vs bandwidth-bound, a NIC queue",
     setup=setup,
     main=main,
     add_arguments=add_arguments,
+    report=report,
 )
