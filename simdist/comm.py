@@ -9,6 +9,7 @@ only moves it: ``InProcessTransport`` when every task lives in one Python proces
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,8 @@ class Phantom:
     nbytes: int
 
     def __post_init__(self):
-        if not isinstance(self.nbytes, (int, np.integer)) or self.nbytes < 0:
+        if type(self.nbytes) is not int and not isinstance(self.nbytes, np.integer) \
+                or self.nbytes < 0:
             raise InvalidArgumentError(f"Phantom size must be an int >= 0 of bytes, "
                                        f"got {self.nbytes!r}")
 
@@ -88,13 +90,18 @@ def payload_nbytes(desc, arrays) -> int:
     return desc[1] if desc[0] == "phantom" else sum(int(a.nbytes) for a in arrays)
 
 
+@functools.lru_cache(maxsize=256)
+def _phantom(nbytes: int) -> Phantom:
+    return Phantom(nbytes)  # immutable, so one object per size can be shared
+
+
 def rebuild_payload(desc, arrays):
     """Inverse of ``describe_payload``."""
     kind = desc[0]
     if kind == "none":
         return None
     if kind == "phantom":
-        return Phantom(desc[1])
+        return _phantom(desc[1])
     if kind == "array":
         return arrays[0]
     if kind == "scalar":

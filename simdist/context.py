@@ -14,7 +14,7 @@ import numpy as np
 
 from .cluster import ClusterSpec, TaskId, UnknownTaskError, chief_task
 from .comm import Message, Phantom, describe_payload, payload_nbytes
-from .core import DELIVERY, Environment, Event
+from .core import DELIVERY, PENDING, Environment, Event, Timeout
 from .devices import Hardware
 from .errors import InvalidArgumentError
 from .trace import Tracer
@@ -76,7 +76,8 @@ class TaskContext:
         return self.env.process(generator, name=label, order=self.order)
 
     def timeout(self, delay: int, value=None):
-        return self.env.timeout(delay, value)
+        """An event ``delay`` ns from now (``env.timeout``)."""
+        return Timeout(self.env, delay, value)
 
     def compute(self, name: str, flops: float = 0, nbytes: int = 0, device: int = 0,
                 cat: str = "compute", **args):
@@ -147,14 +148,14 @@ class TaskContext:
         return event
 
     def deliver_at(self, arrival: int, header, payload):
-        """Schedule the delivery of a message at its arrival time (called by the scheduler)."""
+        """Schedule the delivery of a message at its arrival time (called by the scheduler).
+
+        Deliveries are ordered by (arrival, DELIVERY priority, this task, source task,
+        sequence): never by when a transport learned of them.
+        """
         sent_at, src, seq, _dst, tag, nbytes, _desc = header
-        event = Event(self.env)
-        event._order = self.order
-        event._value = Message(self._names[src], self.name, tag, payload, nbytes, sent_at,
-                               arrival, seq)
-        event.callbacks.append(self._delivered)
-        self.env.schedule_at(event, arrival, DELIVERY, (src << 40) | seq)
+        msg = Message(self._names[src], self.name, tag, payload, nbytes, sent_at, arrival, seq)
+        self.env.schedule_at(Delivery(self, msg), arrival, DELIVERY, (src << 40) | seq)
 
     def _delivered(self, event: Event):
         msg = event._value
@@ -183,8 +184,32 @@ class Recv(Event):
     __slots__ = ("ctx", "src", "tag")
 
     def __init__(self, ctx: TaskContext, src, tag):
-        super().__init__(ctx.env)
+        self.env = ctx.env
+        self.callbacks = []
+        self._value = PENDING
+        self._ok = True
+        self._defused = False
+        self._order = ctx.order
+        self.desc = None
         self.ctx, self.src, self.tag = ctx, src, tag
 
     def __repr__(self):
         return f"recv(src={self.src or 'any'}, tag={self.tag!r}) on {self.ctx.name}"
+
+
+class Delivery(Event):
+    """A message reaching its receiving task (the moment TF's rendezvous gets the tensor)."""
+
+    __slots__ = ()
+
+    def __init__(self, ctx: TaskContext, msg: Message):
+        self.env = ctx.env
+        self.callbacks = [ctx._delivered]
+        self._value = msg
+        self._ok = True
+        self._defused = False
+        self._order = ctx.order
+        self.desc = None
+
+    def __repr__(self):
+        return f"delivery of {self._value!r}"

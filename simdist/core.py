@@ -87,7 +87,8 @@ class Event:
         if self._value is not PENDING:
             raise RuntimeError(f"{self!r} has already been triggered")
         self._value = value
-        self.env._schedule(self, URGENT)
+        env = self.env
+        heappush(env._queue, (env._now, self._order, next(env._eid), self))  # URGENT
         return self
 
     def fail(self, exception: BaseException) -> Event:

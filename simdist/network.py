@@ -17,7 +17,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 from .core import INFINITY
-from .devices import Hardware
+from .devices import LINK_KINDS, Hardware
 from .trace import Tracer
 
 NETWORK_STREAM = "network"
@@ -43,7 +43,10 @@ class Network:
         self._ingress_free: dict = {}
         self._heads: list = []  # (head time, dst order, src order, seq, message header)
         self._flow_ids = 0
+        self._out = tracer.stream(NETWORK_STREAM) if tracer.enabled else []
+        self._lanes = {kind: (f"{kind} tx", f"{kind} rx") for kind in LINK_KINDS}
         self._machine = [hardware.layout.machine_of(i) for i in range(len(task_names))]
+        self._nic = [("nic", m) for m in self._machine]  # a task's own port is its order
         self.bytes_sent = 0
         self.messages = 0
 
@@ -55,8 +58,8 @@ class Network:
         """(link, crosses the network?, sender endpoint, receiver endpoint) of a message."""
         machine = self._machine
         if machine[src] != machine[dst]:
-            return self.hardware.network, True, ("nic", machine[src]), ("nic", machine[dst])
-        return self.hardware.intra_link, False, ("port", src), ("port", dst)
+            return self.hardware.network, True, self._nic[src], self._nic[dst]
+        return self.hardware.intra_link, False, src, dst
 
     def egress(self, headers) -> None:
         """Serialize newly sent messages on their senders' endpoints, in (time, source, seq).
@@ -71,9 +74,9 @@ class Network:
             ser = -(-nbytes * 1_000_000_000 // link.bandwidth)  # ceil, exact integers
             free[endpoint] = start + ser
             if crosses and ser and self.tracer.enabled:
-                self.tracer.span(NETWORK_STREAM, nic_name(endpoint[1]), "egress",
-                                 f"{self.task_names[src]} → {self.task_names[dst]}", "network",
-                                 start, ser, {"bytes": nbytes, "tag": str(tag)})
+                self._out.append(("X", start, nic_name(endpoint[1]), "egress",
+                                  f"{self.task_names[src]} → {self.task_names[dst]}", "network",
+                                  ser, {"bytes": nbytes, "tag": str(tag)}))
             heappush(heads, (start + link.latency_ns, dst, src, seq, header, start, ser))
 
     def next_time(self):
@@ -101,22 +104,24 @@ class Network:
         return out
 
     def _record(self, header, link, crosses, endpoint, tx_start, rx_start, head, arrival):
-        tracer = self.tracer
+        """Trace one message: NIC spans, the sender's and receiver's transfer spans, a flow."""
+        out = self._out
         sent_at, src, seq, dst, tag, nbytes, _ = header
         src_name, dst_name = self.task_names[src], self.task_names[dst]
         ser = arrival - rx_start
-        queued = rx_start - head
-        args = {"bytes": nbytes, "tag": str(tag), "link": link.name,
-                "queued_ns": queued + (tx_start - sent_at)}
-        label = f"{src_name} → {dst_name}"
+        tag = str(tag)
         if crosses and ser:
-            tracer.span(NETWORK_STREAM, nic_name(endpoint[1]), "ingress", label, "network",
-                        rx_start, ser, {"bytes": nbytes, "tag": str(tag), "queued_ns": queued})
-        tx_lane, rx_lane = f"{link.kind} tx", f"{link.kind} rx"
-        tracer.span(NETWORK_STREAM, src_name, tx_lane, f"send {tag} → {dst_name}", "send",
-                    tx_start, link.serialization_ns(nbytes), args)
-        tracer.span(NETWORK_STREAM, dst_name, rx_lane, f"recv {tag} ← {src_name}", "recv",
-                    rx_start, ser, args)
-        fid = self._flow_ids = self._flow_ids + 1
-        tracer.flow(NETWORK_STREAM, fid, str(tag), "message", src_name, tx_lane, tx_start,
-                    dst_name, rx_lane, arrival, {"bytes": nbytes, "sent_at_ns": sent_at, "link": link.name})
+            out.append(("X", rx_start, nic_name(endpoint[1]), "ingress",
+                        f"{src_name} → {dst_name}", "network", ser,
+                        {"bytes": nbytes, "tag": tag, "queued_ns": rx_start - head}))
+        args = {"bytes": nbytes, "tag": tag, "link": link.name,
+                "queued_ns": rx_start - head + tx_start - sent_at}
+        tx_lane, rx_lane = self._lanes[link.kind]
+        out.append(("X", tx_start, src_name, tx_lane, f"send {tag} → {dst_name}", "send", ser,
+                    args))
+        out.append(("X", rx_start, dst_name, rx_lane, f"recv {tag} ← {src_name}", "recv", ser,
+                    args))
+        self._flow_ids += 1
+        out.append(("F", tx_start, self._flow_ids, tag, "message", src_name, tx_lane, dst_name,
+                    rx_lane, arrival, {"bytes": nbytes, "sent_at_ns": sent_at,
+                                       "link": link.name}))

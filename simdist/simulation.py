@@ -11,6 +11,7 @@ transport runs the very same loop with a single rank, which is why both give ide
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 
 from .cluster import ClusterSpec, task_to_rank
@@ -52,6 +53,18 @@ def simulate(cluster, main, *, hardware: Hardware | None = None, seed: int = 0,
     (default) or ``MPITransport()`` under mpiexec. Returns the trace, the simulated end time
     and each task's return value.
     """
+    # A run allocates many small objects that live to the end (trace records, messages);
+    # Python's cyclic collector would rescan them again and again, so pause it meanwhile.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _simulate(cluster, main, hardware, seed, trace, transport, metadata)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _simulate(cluster, main, hardware, seed, trace, transport, metadata) -> SimulationResult:
     cluster = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(cluster)
     hardware = hardware or default_hardware()
     transport = transport or InProcessTransport()

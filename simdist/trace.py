@@ -9,6 +9,7 @@ microseconds), which opens in https://ui.perfetto.dev and chrome://tracing, and 
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from .errors import InvalidArgumentError
 SCHEMA_VERSION = 1
 
 
-@dataclass
+@dataclass(slots=True)
 class Span:
     """Something a lane (a device, a NIC, a thread) was busy with from ``start`` for ``dur`` ns."""
 
@@ -34,7 +35,7 @@ class Span:
         return self.start + self.dur
 
 
-@dataclass
+@dataclass(slots=True)
 class Flow:
     """A message: sent by ``src_pid`` at ``t_send``, delivered to ``dst_pid`` at ``t_recv``."""
 
@@ -50,7 +51,7 @@ class Flow:
     args: dict = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Counter:
     """Sampled values (queue depth, bytes in flight, memory) of one named counter at ``t``."""
 
@@ -60,7 +61,7 @@ class Counter:
     values: dict
 
 
-@dataclass
+@dataclass(slots=True)
 class Instant:
     """A point event: a fault, a checkpoint, a barrier released."""
 
@@ -111,23 +112,24 @@ def build_trace(streams: dict[str, list[tuple]], stream_order: list[str], proces
                 metadata: dict) -> Trace:
     """Merge record streams into a Trace: streams in ``stream_order``, then stably by time."""
     records = [rec for key in stream_order for rec in streams.get(key, ())]
-    records.sort(key=lambda rec: rec[1])
+    records.sort(key=itemgetter(1))
     trace = Trace(processes=list(processes), metadata=dict(metadata))
+    spans, flows, counters, instants = trace.spans, trace.flows, trace.counters, trace.instants
     for rec in records:
         kind = rec[0]
         if kind == "X":
             _, start, pid, lane, name, cat, dur, args = rec
-            trace.spans.append(Span(pid, lane, name, cat, start, dur, args))
+            spans.append(Span(pid, lane, name, cat, start, dur, args))
         elif kind == "F":
             _, t_send, fid, name, cat, src_pid, src_lane, dst_pid, dst_lane, t_recv, args = rec
-            trace.flows.append(
-                Flow(fid, name, cat, src_pid, src_lane, t_send, dst_pid, dst_lane, t_recv, args))
+            flows.append(Flow(fid, name, cat, src_pid, src_lane, t_send, dst_pid, dst_lane,
+                              t_recv, args))
         elif kind == "C":
             _, t, pid, name, values = rec
-            trace.counters.append(Counter(pid, name, t, values))
+            counters.append(Counter(pid, name, t, values))
         else:
             _, t, pid, lane, name, cat, args = rec
-            trace.instants.append(Instant(pid, lane, name, cat, t, args))
+            instants.append(Instant(pid, lane, name, cat, t, args))
     return trace
 
 
