@@ -114,7 +114,7 @@ def main(quick: bool = False) -> int:
         print(f"{label:<24}{events:>10}{seconds:>10.3f}{events / seconds:>12,.0f}"
               f"{ratio:>15.2f}x{mark:>14}")
     print("\n'speed vs SimPy' = SimPy's wall time / simdist's on the same workload "
-          "(SimPy needs more kernel events per message: timeout, put, get).")
+          "(kernel events per round and task: SimPy 4, simdist 3).")
 
     mpi_tasks, mpi_rounds = 256, (50 if quick else 200)
     print(f"\nMPI: {mpi_tasks} tasks x {mpi_rounds} rounds, 1 KiB numpy payloads "
