@@ -39,6 +39,7 @@ class TaskContext:
         self._tasks = cluster.tasks()
         self._names = [t.name for t in self._tasks]
         self._orders: dict = {}
+        self._instances: dict[str, int] = {}
         self._outbox = outbox
         self._seq = 0
         self._inbox: deque[Message] = deque()
@@ -113,11 +114,13 @@ class TaskContext:
             order = self._orders[task] = self.cluster.task_order(self.resolve(task))
             return order
 
-    def send(self, dst, tag, payload=None) -> Event:
+    def send(self, dst, tag, payload=None, copy: bool = True) -> Event:
         """Send ``payload`` to task ``dst`` (non-blocking, like a Send op: returns at once).
 
         Arrival time comes from the cost model: egress queue, link latency and bandwidth,
-        ingress queue. ``tag`` is any str or int the receiver can match on.
+        ingress queue. ``tag`` is any str or int the receiver can match on. The message
+        holds a snapshot of the arrays; ``copy=False`` skips it when the caller never changes
+        them afterwards (the collectives do that to move large buffers fast).
         """
         dst_order = self._order_of(dst)
         if dst_order == self.order:
@@ -127,7 +130,8 @@ class TaskContext:
             nbytes, desc, arrays = payload.nbytes, ("phantom", payload.nbytes, ()), ()
         else:
             desc, arrays = describe_payload(payload)
-            arrays = [np.array(a, copy=True) for a in arrays]  # a snapshot, like TF's Send
+            if copy:
+                arrays = [np.array(a, copy=True) for a in arrays]  # a snapshot, like TF's Send
             desc += (tuple((a.dtype.str, a.shape) for a in arrays),)
             nbytes = payload_nbytes(desc, arrays)
         self._seq += 1
@@ -165,6 +169,12 @@ class TaskContext:
                 waiter.succeed(msg)
                 return
         self._inbox.append(msg)
+
+    def next_instance(self, kind: str) -> int:
+        """A per-task counter, like TF's collective instance keys: every participant of a
+        collective calls collectives in the same order, so they agree on the numbers."""
+        self._instances[kind] = self._instances.get(kind, 0) + 1
+        return self._instances[kind]
 
     # -- trace ------------------------------------------------------------------------------
 

@@ -1,0 +1,91 @@
+"""Ring all-reduce: reduce-scatter then all-gather around a ring (Baidu, Horovod, NCCL rings).
+
+Each of the p members cuts its value into p chunks. In p-1 reduce-scatter steps every member
+sends one chunk to its successor and adds the chunk it receives from its predecessor; then
+member r holds the full sum of chunk r+1. In p-1 all-gather steps the finished chunks travel
+once more around the ring. Each member sends 2(p-1)/p of the data, whatever p is: the ring is
+bandwidth-optimal. With ``pieces`` > 1 each chunk is cut further and every piece is forwarded
+as soon as it arrives (pipelining), which hides the link latency behind transfers.
+"""
+
+from __future__ import annotations
+
+from ..errors import InvalidArgumentError
+from .group import Collective
+from .ops import ReduceOp, check_value, copy, join, join_flat, split
+
+
+def _ring(c: Collective, value, op: ReduceOp, pieces: int, reduce_steps: int,
+          gather_steps: int, start_chunk_offset: int = 0):
+    """The shared ring loop; returns the list of p chunks (each a list of pieces)."""
+    p, r = c.p, c.rank
+    chunks = [split(chunk, pieces) for chunk in split(value, p)]
+    steps = reduce_steps + gather_steps
+    if steps == 0:
+        return chunks
+    first = (r + start_chunk_offset) % p
+    for j in range(pieces):
+        c.send(r + 1, 0, chunks[first][j], chunk=j)
+    t0 = c.ctx.now
+    for s in range(steps):
+        idx = (r + start_chunk_offset - s - 1) % p
+        for j in range(pieces):
+            got = yield from c.recv(r - 1, s, expect=chunks[idx][j], chunk=j)
+            if s < reduce_steps:
+                chunks[idx][j] = op.combine(chunks[idx][j], got)
+            else:
+                chunks[idx][j] = got
+            if s + 1 < steps:
+                c.send(r + 1, s + 1, chunks[idx][j], chunk=j)
+            phase = "reduce-scatter" if s < reduce_steps else "all-gather"
+            c.span(f"step {s} ({phase})", t0, step=s, chunk=idx, piece=j,
+                   peer=c.task_name(r - 1), phase=phase)
+            t0 = c.ctx.now
+    return chunks
+
+
+def ring_all_reduce(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1):
+    """All-reduce ``value`` over ``members`` with a ring (use with ``yield from``)."""
+    op = ReduceOp.parse(op)
+    value = check_value(value, "ring all-reduce")
+    _check_pieces(pieces)
+    c = Collective(ctx, members, "ring", value)
+    chunks = yield from _ring(c, copy(value), op, pieces, c.p - 1, c.p - 1)
+    return op.finalize(join([join_flat(ch) for ch in chunks], value), c.p)
+
+
+def ring_reduce_scatter(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1):
+    """Member r ends with the reduced chunk r of ``value`` (chunks as ``np.array_split``)."""
+    op = ReduceOp.parse(op)
+    value = check_value(value, "ring reduce-scatter")
+    _check_pieces(pieces)
+    c = Collective(ctx, members, "reduce-scatter", value)
+    # start one chunk later so that member r finishes with chunk r (not r+1)
+    chunks = yield from _ring(c, copy(value), op, pieces, c.p - 1, 0, start_chunk_offset=-1)
+    mine = chunks[c.rank]
+    return op.finalize(join_flat(mine), c.p)
+
+
+def ring_all_gather(ctx, members, value):
+    """Every member ends with all members' values concatenated in member order (1-D)."""
+    value = check_value(value, "ring all-gather")
+    c = Collective(ctx, members, "all-gather", value)
+    p, r = c.p, c.rank
+    parts = [None] * p
+    parts[r] = copy(value)
+    t0 = ctx.now
+    if p > 1:
+        c.send(r + 1, 0, parts[r])
+    for s in range(p - 1):
+        idx = (r - s - 1) % p
+        parts[idx] = yield from c.recv(r - 1, s, expect=value)
+        if s + 1 < p - 1:
+            c.send(r + 1, s + 1, parts[idx])
+        c.span(f"step {s}", t0, step=s, chunk=idx, peer=c.task_name(r - 1))
+        t0 = ctx.now
+    return join_flat(parts)
+
+
+def _check_pieces(pieces):
+    if not isinstance(pieces, int) or pieces < 1:
+        raise InvalidArgumentError(f"pieces must be an int >= 1 (pipelining), got {pieces!r}")
