@@ -7,6 +7,7 @@ itself and only rank 0 prints and writes files.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
@@ -59,10 +60,26 @@ def build_parser(program_name: str | None = None) -> argparse.ArgumentParser:
     plot.add_argument("trace", help="trace JSON")
     plot.add_argument("-o", "--output", required=True, metavar="PNG", help="PNG file to write")
 
-    bench = sub.add_parser("bench", help="benchmarks (simulator speed against references)")
-    bench.add_argument("which", choices=["engine"], help="engine: events/s against SimPy, "
-                                                         "and MPI scaling")
-    bench.add_argument("--quick", action="store_true", help="a smaller workload")
+    bench = sub.add_parser(
+        "bench", help="benchmarks (simulator speed against references)",
+        description="engine: events/s against SimPy, and MPI scaling; allreduce (under "
+                    "mpiexec): the ring's data path against MPI_Allreduce; "
+                    "allreduce-formulas: simulated times against the closed forms. "
+                    "'simdist bench NAME --help' for each one's options.")
+    bench.add_argument("which", choices=sorted(BENCHES), help="which benchmark")
+    bench.add_argument("rest", nargs=argparse.REMAINDER, help="the benchmark's own options")
+
+    sweep = sub.add_parser("plot-collectives", add_help=False,
+                           help="time and bus bandwidth vs message size, every algorithm")
+    sweep.add_argument("rest", nargs=argparse.REMAINDER)
+
+    check = sub.add_parser("check", add_help=False,
+                           help="check a lesson's exercises: simdist check 01")
+    check.add_argument("rest", nargs=argparse.REMAINDER)
+
+    lesson = sub.add_parser("lesson", add_help=False,
+                            help="lesson tools: simdist lesson build [NN|--all]")
+    lesson.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -133,7 +150,7 @@ def cmd_run(args) -> int:
     if not args.quiet:
         print(format_summary(summarize(result.trace), result.end_time))
         if program.report:
-            print(program.report(result, hardware))
+            print(program.report(result, hardware, args))
     if args.trace:
         print(f"trace:    {result.trace.save(args.trace)}  (open in https://ui.perfetto.dev)")
     if args.timeline:
@@ -182,10 +199,34 @@ def cmd_plot(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import engine
+    module = importlib.import_module(f"simdist.bench.{BENCHES[args.which]}")
+    return module.main(args.rest)
 
-    return engine.main(quick=args.quick)
 
+def cmd_plot_collectives(args) -> int:
+    from .collectives import sweep
+
+    return sweep.main(args.rest)
+
+
+def cmd_check(args) -> int:
+    from . import lessons
+
+    return lessons.check_main(args.rest)
+
+
+def cmd_lesson(args) -> int:
+    from . import lessons
+
+    if not args.rest or args.rest[0] != "build":
+        print("usage: simdist lesson build [NN|--all]", file=sys.stderr)
+        return 2
+    return lessons.build_main(args.rest[1:])
+
+
+#: benchmark name -> module under simdist.bench with a main(argv) -> int
+BENCHES = {"engine": "engine", "allreduce": "allreduce", "allreduce-formulas": "formulas"}
 
 COMMANDS = {"run": cmd_run, "list": cmd_list, "summary": cmd_summary, "plot": cmd_plot,
-            "bench": cmd_bench}
+            "bench": cmd_bench, "plot-collectives": cmd_plot_collectives, "check": cmd_check,
+            "lesson": cmd_lesson}

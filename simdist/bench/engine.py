@@ -91,8 +91,12 @@ def mpi_worker(tasks: int, rounds: int):
         print(json.dumps({"ranks": transport.size, "seconds": seconds, "events": events}))
 
 
-def main(quick: bool = False) -> int:
+def main(argv=None) -> int:
     from ..mpirun import run_mpi
+
+    parser = argparse.ArgumentParser(prog="simdist bench engine", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a smaller workload")
+    quick = parser.parse_args(argv).quick
 
     tasks, rounds = (64, 200) if quick else (100, 1000)
     repeats = 1 if quick else 3
@@ -133,13 +137,12 @@ def main(quick: bool = False) -> int:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--mpi-worker", action="store_true")
-    parser.add_argument("--tasks", type=int, default=256)
-    parser.add_argument("--rounds", type=int, default=200)
-    parser.add_argument("--quick", action="store_true")
-    options = parser.parse_args()
-    if options.mpi_worker:
+    if "--mpi-worker" in sys.argv:
+        worker = argparse.ArgumentParser()
+        worker.add_argument("--mpi-worker", action="store_true")
+        worker.add_argument("--tasks", type=int, default=256)
+        worker.add_argument("--rounds", type=int, default=200)
+        options = worker.parse_args()
         mpi_worker(options.tasks, options.rounds)
     else:
-        sys.exit(main(options.quick))
+        sys.exit(main())

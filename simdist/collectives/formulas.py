@@ -49,8 +49,15 @@ def _fold(p: int, n: int, a: int, B: int) -> float:
     return 0.0 if p & (p - 1) == 0 else 2 * (a + _ser(n, B))
 
 
+#: formulas that are exact for p a power of two but only an upper bound otherwise: they assume
+#: lock-step rounds, while in simdist (as in MPICH) members that did not fold start at once
+UPPER_BOUND = {"recursive-doubling"}
+
+
 def recursive_doubling(p: int, n: int, a: int, B: int) -> float:
-    """log2(p') rounds of a + n/B (p' = largest power of two <= p), plus the fold."""
+    """log2(p') rounds of a + n/B (p' = largest power of two <= p), plus the fold.
+
+    Exact for p a power of two; an upper bound otherwise (see ``UPPER_BOUND``)."""
     p2 = 1 << (p.bit_length() - 1)
     return math.log2(p2) * (a + _ser(n, B)) + _fold(p, n, a, B)
 

@@ -19,6 +19,7 @@ from ..errors import NotFoundError
 #: name -> module under simdist.programs; add a line here to register a new program.
 BUILTIN = {
     "token_ring": "token_ring",
+    "allreduce": "allreduce",
 }
 
 
@@ -32,7 +33,7 @@ class Program:
     main: Callable  # main(ctx, args) -> generator
     add_arguments: Callable[[argparse.ArgumentParser], None] = field(default=lambda p: None)
     default_system: str = "cpu"
-    report: Callable | None = None  # report(result, hardware) -> text printed after a run
+    report: Callable | None = None  # report(result, hardware, args) -> text printed after a run
 
 
 def list_programs() -> list[Program]:

@@ -72,7 +72,7 @@ def main(ctx, args):
     return float(small[0]), float(large[0]), float(total.sum(dtype=np.float64))
 
 
-def report(result, hardware) -> str:
+def report(result, hardware, args) -> str:
     """What the trace shows, phase by phase, next to the cost model's formulas."""
     from ..plots import format_bytes, format_ns
 
