@@ -13,7 +13,7 @@ from collections import deque
 import numpy as np
 
 from .cluster import ClusterSpec, TaskId, UnknownTaskError, chief_task
-from .comm import Message, Phantom, describe_payload, payload_nbytes
+from .comm import Message, Phantom, describe_payload, payload_nbytes, rebuild_payload
 from .core import DELIVERY, PENDING, Environment, Event, Timeout
 from .devices import Hardware
 from .errors import InvalidArgumentError
@@ -134,9 +134,11 @@ class TaskContext:
                 arrays = [np.array(a, copy=True) for a in arrays]  # a snapshot, like TF's Send
             desc += (tuple((a.dtype.str, a.shape) for a in arrays),)
             nbytes = payload_nbytes(desc, arrays)
+            payload = rebuild_payload(desc, arrays) if copy else payload
         self._seq += 1
+        # (header, arrays to move between ranks, the payload as a receiver on this rank sees it)
         self._outbox.append(((self.env._now, self.order, self._seq, dst_order, tag, nbytes,
-                              desc), arrays))
+                              desc), arrays, payload))
         return self._sent
 
     def recv(self, src=None, tag=None) -> Event:
@@ -166,7 +168,12 @@ class TaskContext:
         for i, (src, tag, waiter) in enumerate(self._waiting):
             if (src is None or src == msg.src) and (tag is None or tag == msg.tag):
                 del self._waiting[i]
-                waiter.succeed(msg)
+                # Trigger and process the Recv right here. Scheduling it would run it next
+                # anyway: no URGENT event at this time is left once deliveries run.
+                waiter._value = msg
+                callbacks, waiter.callbacks = waiter.callbacks, None
+                for callback in callbacks:
+                    callback(waiter)
                 return
         self._inbox.append(msg)
 

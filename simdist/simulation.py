@@ -100,7 +100,7 @@ def _simulate(cluster, main, hardware, seed, trace, transport, metadata) -> Simu
     windows = 0
     while True:
         sent, outbox[:] = list(outbox), []
-        info = transport.allgather(([h for h, _ in sent], env.peek(), len(env._live), env.now))
+        info = transport.allgather(([m[0] for m in sent], env.peek(), len(env._live), env.now))
         _move_payloads(transport, sent, info, rank_of, payloads)
         network.egress([h for headers, *_ in info for h in headers])
         start = min(min(i[1] for i in info), network.next_time())
@@ -112,8 +112,7 @@ def _simulate(cluster, main, hardware, seed, trace, transport, metadata) -> Simu
         for arrival, header in network.ingress(limit):
             ctx = contexts.get(header[3])
             if ctx is not None:
-                arrays = payloads.pop((header[1], header[2]))
-                ctx.deliver_at(arrival, header, rebuild_payload(header[6], arrays))
+                ctx.deliver_at(arrival, header, payloads.pop((header[1], header[2])))
         env.run_until(limit)
         windows += 1
 
@@ -146,21 +145,24 @@ def _move_payloads(transport, sent, info, rank_of, payloads):
     """Hand this window's payload arrays to the rank of each message's destination."""
     me = transport.rank
     outgoing = []
-    for header, arrays in sent:
+    for header, arrays, payload in sent:
         dst_rank = rank_of[header[3]]
         if dst_rank == me:
-            payloads[(header[1], header[2])] = arrays
+            payloads[(header[1], header[2])] = payload
         else:
             outgoing.append((dst_rank, (header[1], header[2]), arrays))
-    incoming = []
+    incoming, descs = [], {}
     for src_rank, (headers, *_) in enumerate(info):
         if src_rank == me:
             continue
         for h in headers:
             if rank_of[h[3]] == me:
                 incoming.append((src_rank, (h[1], h[2]), _array_specs(h[6])))
+                descs[(h[1], h[2])] = h[6]
     if outgoing or incoming:
-        payloads.update(transport.exchange_payloads(outgoing, incoming))
+        received = transport.exchange_payloads(outgoing, incoming)
+        for key, specs_desc in descs.items():
+            payloads[key] = rebuild_payload(specs_desc, received[key])
 
 
 def _array_specs(desc):

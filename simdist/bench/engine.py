@@ -102,21 +102,21 @@ def main(argv=None) -> int:
     repeats = 1 if quick else 3
     print(f"simdist bench engine: {tasks} tasks x {rounds} rounds of timeout + 1 KiB message "
           f"(best of {repeats})\n")
-    rows = []
-    sp_events, sp_s = best_of(repeats, simpy_ring, tasks, rounds)
-    rows.append(("SimPy 4 (reference)", sp_events, sp_s))
-    for label, trace in (("simdist, tracing off", False), ("simdist, tracing on", True)):
-        events, seconds = best_of(repeats, simdist_run, tasks, rounds, trace)
-        rows.append((label, events, seconds))
     print(f"{'engine':<24}{'events':>10}{'seconds':>10}{'events/s':>12}"
-          f"{'speed vs SimPy':>16}{'target':>8}")
+          f"{'speed vs SimPy':>16}{'target':>8}", flush=True)
     targets = {"simdist, tracing off": 1.0, "simdist, tracing on": 0.5}
-    for label, events, seconds in rows:
-        ratio = sp_s / seconds
+    runs = [("SimPy 4 (reference)", simpy_ring, (tasks, rounds)),
+            ("simdist, tracing off", simdist_run, (tasks, rounds, False)),
+            ("simdist, tracing on", simdist_run, (tasks, rounds, True))]
+    simpy_seconds = None
+    for label, fn, fn_args in runs:  # each row printed as soon as it is measured
+        events, seconds = best_of(repeats, fn, *fn_args)
+        simpy_seconds = simpy_seconds or seconds
+        ratio = simpy_seconds / seconds
         target = targets.get(label)
         mark = "" if target is None else f">={target}x " + ("ok" if ratio >= target else "MISS")
         print(f"{label:<24}{events:>10}{seconds:>10.3f}{events / seconds:>12,.0f}"
-              f"{ratio:>15.2f}x{mark:>14}")
+              f"{ratio:>15.2f}x{mark:>14}", flush=True)
     print("\n'speed vs SimPy' = SimPy's wall time / simdist's on the same workload "
           "(kernel events per round and task: SimPy 4, simdist 3).")
 
