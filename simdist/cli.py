@@ -103,6 +103,9 @@ def _program_name(argv):
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv and argv[0] in PASSTHROUGH and not (argv[0] == "bench" and (
+                len(argv) < 2 or argv[1] not in BENCHES)):
+            return PASSTHROUGH[argv[0]](argv[1:])  # the command parses its own options
         args = build_parser(_program_name(argv)).parse_args(argv)
         return COMMANDS[args.command](args)
     except SimdistError as error:
@@ -198,35 +201,36 @@ def cmd_plot(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
-    module = importlib.import_module(f"simdist.bench.{BENCHES[args.which]}")
-    return module.main(args.rest)
+def cmd_bench(argv) -> int:
+    module = importlib.import_module(f"simdist.bench.{BENCHES[argv[0]]}")
+    return module.main(argv[1:])
 
 
-def cmd_plot_collectives(args) -> int:
+def cmd_plot_collectives(argv) -> int:
     from .collectives import sweep
 
-    return sweep.main(args.rest)
+    return sweep.main(argv)
 
 
-def cmd_check(args) -> int:
+def cmd_check(argv) -> int:
     from . import lessons
 
-    return lessons.check_main(args.rest)
+    return lessons.check_main(argv)
 
 
-def cmd_lesson(args) -> int:
+def cmd_lesson(argv) -> int:
     from . import lessons
 
-    if not args.rest or args.rest[0] != "build":
+    if not argv or argv[0] != "build":
         print("usage: simdist lesson build [NN|--all]", file=sys.stderr)
         return 2
-    return lessons.build_main(args.rest[1:])
+    return lessons.build_main(argv[1:])
 
 
 #: benchmark name -> module under simdist.bench with a main(argv) -> int
 BENCHES = {"engine": "engine", "allreduce": "allreduce", "allreduce-formulas": "formulas"}
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "summary": cmd_summary, "plot": cmd_plot,
-            "bench": cmd_bench, "plot-collectives": cmd_plot_collectives, "check": cmd_check,
-            "lesson": cmd_lesson}
+COMMANDS = {"run": cmd_run, "list": cmd_list, "summary": cmd_summary, "plot": cmd_plot}
+#: commands that take their own options (listed in --help by build_parser)
+PASSTHROUGH = {"bench": cmd_bench, "plot-collectives": cmd_plot_collectives,
+               "check": cmd_check, "lesson": cmd_lesson}

@@ -33,11 +33,12 @@ class ReduceOp(enum.Enum):
             raise InvalidArgumentError(f"unknown reduce op {op!r}: expected one of "
                                        "SUM, MEAN, MAX, MIN") from None
 
-    def combine(self, a, b):
-        """Combine two partial values (MEAN adds; ``finalize`` divides at the end)."""
+    def combine(self, a, b, out=None):
+        """Combine two partial values (MEAN adds; ``finalize`` divides at the end), into
+        ``out`` if given."""
         if isinstance(a, Phantom):
             return a
-        return _UFUNCS[self](a, b)
+        return _UFUNCS[self](a, b, out=out)
 
     def finalize(self, value, count: int):
         """The result once all ``count`` values are combined."""
@@ -110,6 +111,25 @@ def resplit(value, like_parts):
         return [Phantom(x.nbytes) for x in like_parts]
     bounds = np.cumsum([0] + [x.size for x in like_parts])
     return [value[bounds[i]:bounds[i + 1]] for i in range(len(like_parts))]
+
+
+def empty_like_flat(value):
+    """An uninitialized 1-D buffer for a value's result (a phantom stays a phantom)."""
+    if isinstance(value, Phantom):
+        return Phantom(value.nbytes)
+    return np.empty(value.size, dtype=value.dtype)
+
+
+def assign(dst, src):
+    """Copy ``src`` into the buffer ``dst`` (phantoms carry nothing); returns ``dst``."""
+    if not isinstance(dst, Phantom):
+        dst[...] = np.asarray(src).reshape(dst.shape)
+    return dst
+
+
+def reshape_like(flat, like):
+    """A flat result back in the shape of ``like``."""
+    return flat if isinstance(flat, Phantom) else flat.reshape(like.shape)
 
 
 def copy(value):

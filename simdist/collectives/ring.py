@@ -12,36 +12,44 @@ from __future__ import annotations
 
 from ..errors import InvalidArgumentError
 from .group import Collective
-from .ops import ReduceOp, check_value, copy, join, join_flat, split
+from .ops import (ReduceOp, assign, check_value, copy, empty_like_flat, join_flat, reshape_like,
+                  split)
 
 
 def _ring(c: Collective, value, op: ReduceOp, pieces: int, reduce_steps: int,
           gather_steps: int, start_chunk_offset: int = 0):
-    """The shared ring loop; returns the list of p chunks (each a list of pieces)."""
+    """The shared ring loop. Returns the result buffer (flat) and its chunks' pieces.
+
+    Results are written in place into one buffer allocated up front: the data path does no
+    copy besides the reductions themselves. A piece that was sent is only overwritten after
+    its receiver has used it (the ring's steps are ordered), so sending views is safe.
+    """
     p, r = c.p, c.rank
-    chunks = [split(chunk, pieces) for chunk in split(value, p)]
+    mine = [split(chunk, pieces) for chunk in split(value, p)]  # views of the input
+    result = empty_like_flat(value)
+    out = [split(chunk, pieces) for chunk in split(result, p)]  # views of the result
     steps = reduce_steps + gather_steps
     if steps == 0:
-        return chunks
+        return assign(result, value), out
     first = (r + start_chunk_offset) % p
     for j in range(pieces):
-        c.send(r + 1, 0, chunks[first][j], chunk=j)
+        c.send(r + 1, 0, mine[first][j], chunk=j)
     t0 = c.ctx.now
     for s in range(steps):
         idx = (r + start_chunk_offset - s - 1) % p
         for j in range(pieces):
-            got = yield from c.recv(r - 1, s, expect=chunks[idx][j], chunk=j)
+            got = yield from c.recv(r - 1, s, expect=mine[idx][j], chunk=j)
             if s < reduce_steps:
-                chunks[idx][j] = op.combine(chunks[idx][j], got)
+                op.combine(mine[idx][j], got, out=out[idx][j])
             else:
-                chunks[idx][j] = got
+                assign(out[idx][j], got)
             if s + 1 < steps:
-                c.send(r + 1, s + 1, chunks[idx][j], chunk=j)
+                c.send(r + 1, s + 1, out[idx][j], chunk=j)
             phase = "reduce-scatter" if s < reduce_steps else "all-gather"
             c.span(f"step {s} ({phase})", t0, step=s, chunk=idx, piece=j,
                    peer=c.task_name(r - 1), phase=phase)
             t0 = c.ctx.now
-    return chunks
+    return result, out
 
 
 def ring_all_reduce(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1):
@@ -50,8 +58,8 @@ def ring_all_reduce(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1):
     value = check_value(value, "ring all-reduce")
     _check_pieces(pieces)
     c = Collective(ctx, members, "ring", value)
-    chunks = yield from _ring(c, copy(value), op, pieces, c.p - 1, c.p - 1)
-    return op.finalize(join([join_flat(ch) for ch in chunks], value), c.p)
+    result, _ = yield from _ring(c, value, op, pieces, c.p - 1, c.p - 1)
+    return op.finalize(reshape_like(result, value), c.p)
 
 
 def ring_reduce_scatter(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1):
@@ -61,9 +69,8 @@ def ring_reduce_scatter(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1):
     _check_pieces(pieces)
     c = Collective(ctx, members, "reduce-scatter", value)
     # start one chunk later so that member r finishes with chunk r (not r+1)
-    chunks = yield from _ring(c, copy(value), op, pieces, c.p - 1, 0, start_chunk_offset=-1)
-    mine = chunks[c.rank]
-    return op.finalize(join_flat(mine), c.p)
+    _, out = yield from _ring(c, value, op, pieces, c.p - 1, 0, start_chunk_offset=-1)
+    return op.finalize(join_flat(out[c.rank]), c.p)
 
 
 def ring_all_gather(ctx, members, value):

@@ -1,0 +1,202 @@
+"""``simdist bench allreduce-formulas``: simulated all-reduce times against their closed forms.
+
+For every all-reduce algorithm (``simdist.collectives.ALL_REDUCE``), every p in 2, 3, 4, 8 and
+every size n in 8 B, 64 KiB, 4 MiB, one simulation with size-only ``Phantom`` values on a
+hardware system (default "cpu": 10 GbE between machines, shared memory inside one), in this
+process. "simulated" is the latest time at which a member's all-reduce returned; "formula" is
+the alpha-beta closed form of ``simdist.collectives.formulas`` (a = the link's latency,
+B = its bandwidth). Every member has its own machine, except for "hierarchical", which puts
+2 tasks on each machine (its formula has a local and a network part). "ps" runs twice: with
+one parameter server and with a shard on every member (num_ps = p).
+
+A row is "ok" when |simulated - formula| <= 1% of the formula. Algorithms named in
+``formulas.UPPER_BOUND`` have a closed form that is exact only for p a power of two; for other
+p the row says "bound" (and "bound!" if the simulation took longer than the bound). Algorithms
+that are not written yet (they raise NotImplementedError) are skipped with a note; algorithms
+without a closed form show their simulated time only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from ..comm import Phantom
+
+PS = (2, 3, 4, 8)
+SIZES = (8, 64 << 10, 4 << 20)
+TOLERANCE_PCT = 1.0
+HIERARCHICAL_TASKS_PER_MACHINE = 2
+
+
+def _is_power_of_two(p: int) -> bool:
+    return p & (p - 1) == 0
+
+
+def simulated_time(algorithm: str, p: int, n: int, hardware, **options) -> int:
+    """The simulated end of one all-reduce of ``n`` bytes (Phantom) over p tasks, in ns: the
+    latest time at which a member's call returned."""
+    from ..collectives import all_reduce
+    from ..simulation import simulate
+
+    value = Phantom(n)
+
+    def program(ctx):
+        yield from all_reduce(ctx, range(p), value, algorithm=algorithm, **options)
+        return ctx.now
+
+    result = simulate({"worker": p}, program, hardware=hardware, trace=False)
+    return max(result.returns.values())
+
+
+def _configs(algorithm: str, p: int):
+    """(label, options, tasks per machine) of the runs of one algorithm at p members."""
+    if algorithm == "ps":
+        yield "ps num_ps=1", {"num_ps": 1}, 1
+        if p > 1:
+            yield f"ps num_ps={p}", {"num_ps": p}, 1
+    elif algorithm == "hierarchical":
+        yield (f"hierarchical {HIERARCHICAL_TASKS_PER_MACHINE}/machine", {},
+               HIERARCHICAL_TASKS_PER_MACHINE)
+    else:
+        yield algorithm, {}, 1
+
+
+def closed_form(algorithm: str, p: int, n: int, hardware, options: dict):
+    """The formula's time in ns, or None when the algorithm has no closed form."""
+    from ..collectives import formulas
+
+    net = hardware.network
+    if algorithm == "hierarchical":
+        k = hardware.layout.tasks_per_machine
+        machines = math.ceil(p / k)
+        # members fill machines in order; the fullest machine sets the local part
+        return formulas.hierarchical(machines, min(k, p), n, hardware.intra_link.latency_ns,
+                                     hardware.intra_link.bandwidth, net.latency_ns,
+                                     net.bandwidth)
+    if algorithm not in formulas.FORMULAS:
+        return None
+    return formulas.all_reduce_time(algorithm, p, n, net.latency_ns, net.bandwidth, **options)
+
+
+def compare(system: str = "cpu", ps=PS, sizes=SIZES, algorithms=None, catalog=None,
+            tolerance_pct: float = TOLERANCE_PCT, notes: list | None = None) -> list[dict]:
+    """One row per (algorithm run, p, n): simulated and closed-form times and the verdict.
+
+    Rows: algorithm, label, p, bytes, simulated_ns, formula_ns (None without a closed form),
+    error_pct (None likewise), status ("ok", "MISS", "bound", "bound!" or "no formula").
+    Algorithms that raise NotImplementedError are left out and named in ``notes``.
+    """
+    from ..collectives import ALL_REDUCE, formulas
+    from ..devices import Hardware, HardwareCatalog, Layout
+
+    catalog = catalog or HardwareCatalog.default()
+    bounds = set(getattr(formulas, "UPPER_BOUND", ()))
+    notes = notes if notes is not None else []
+    rows = []
+    for algorithm in (list(ALL_REDUCE) if algorithms is None else algorithms):
+        try:
+            for p in ps:
+                for label, options, per_machine in _configs(algorithm, p):
+                    hardware = Hardware.from_catalog(catalog, system,
+                                                     Layout(tasks_per_machine=per_machine))
+                    for n in sizes:
+                        sim = simulated_time(algorithm, p, n, hardware, **options)
+                        formula = closed_form(algorithm, p, n, hardware, options)
+                        rows.append(_row(algorithm, label, p, n, sim, formula,
+                                         algorithm in bounds and not _is_power_of_two(p),
+                                         tolerance_pct))
+        except NotImplementedError as error:
+            rows = [r for r in rows if r["algorithm"] != algorithm]
+            notes.append(f"{algorithm}: skipped, not implemented yet ({error})")
+    return rows
+
+
+def _row(algorithm, label, p, n, sim, formula, bound, tolerance_pct) -> dict:
+    if formula is None:
+        error, status = None, "no formula"
+    else:
+        error = (sim - formula) / formula * 100 if formula else (0.0 if sim == 0 else math.inf)
+        if bound:
+            status = "bound" if sim <= formula * (1 + tolerance_pct / 100) else "bound!"
+        else:
+            status = "ok" if abs(error) <= tolerance_pct else "MISS"
+    return {"algorithm": algorithm, "label": label, "p": p, "bytes": n, "simulated_ns": sim,
+            "formula_ns": formula, "error_pct": error, "status": status}
+
+
+def format_table(rows: list[dict]) -> str:
+    from ..plots import format_bytes, format_ns
+
+    header = ("algorithm", "p", "n", "simulated", "formula", "error %", "")
+    table = [header]
+    for r in rows:
+        formula = "-" if r["formula_ns"] is None else format_ns(round(r["formula_ns"]))
+        error = "-" if r["error_pct"] is None else f"{r['error_pct']:+.3f}"
+        table.append((r["label"], str(r["p"]), format_bytes(r["bytes"]),
+                      format_ns(r["simulated_ns"]), formula, error, r["status"]))
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    lines = []
+    for line in table:
+        cells = [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in
+                                              zip(line[1:-1], widths[1:-1])] + [line[-1]]
+        lines.append("  ".join(cells).rstrip())
+    lines.insert(1, "  ".join("-" * w for w in widths[:-1]) + "  " + "-" * 6)
+    return "\n".join(lines)
+
+
+def summary_line(rows: list[dict], tolerance_pct: float = TOLERANCE_PCT) -> str:
+    checked = [r for r in rows if r["status"] in ("ok", "MISS")]
+    ok = sum(r["status"] == "ok" for r in checked)
+    bound = [r for r in rows if r["status"].startswith("bound")]
+    free = sum(r["status"] == "no formula" for r in rows)
+    text = f"{ok} of {len(checked)} rows within {tolerance_pct:g}% of the closed form"
+    if bound:
+        over = sum(r["status"] == "bound!" for r in bound)
+        text += (f"; {len(bound)} row(s) where the formula is an upper bound (p not a power "
+                 f"of two), {len(bound) - over} at or under it")
+    if free:
+        text += f"; {free} row(s) without a closed form"
+    return text
+
+
+def main(argv=None) -> int:
+    """``simdist bench allreduce-formulas``: 0 when every checked row is within the
+    tolerance (and no bound is exceeded), 1 otherwise."""
+    parser = argparse.ArgumentParser(prog="simdist bench allreduce-formulas",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="cpu", metavar="SYSTEM",
+                        help="hardware system (default cpu; see 'simdist list')")
+    parser.add_argument("--tolerance", type=float, default=TOLERANCE_PCT, metavar="PCT",
+                        help=f"allowed |error| in percent (default {TOLERANCE_PCT:g})")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+
+    from ..devices import Hardware, HardwareCatalog
+    from ..errors import SimdistError
+    from ..plots import format_ns
+
+    try:
+        hardware = Hardware.from_catalog(HardwareCatalog.default(), args.profile)
+    except SimdistError as error:
+        print(f"simdist bench allreduce-formulas: error: {error}", file=sys.stderr)
+        return 2
+    net, intra = hardware.network, hardware.intra_link
+    print(f"simdist bench allreduce-formulas: system '{args.profile}', network {net.name} "
+          f"(a = {format_ns(net.latency_ns)}, B = {net.bandwidth / 1e9:g} GB/s), "
+          f"in a machine {intra.name} (a = {format_ns(intra.latency_ns)}, "
+          f"B = {intra.bandwidth / 1e9:g} GB/s); Phantom values\n")
+    notes: list[str] = []
+    rows = compare(args.profile, tolerance_pct=args.tolerance, notes=notes)
+    print(format_table(rows))
+    print()
+    for note in notes:
+        print(f"note: {note}")
+    print(summary_line(rows, args.tolerance))
+    bad = [r for r in rows if r["status"] in ("MISS", "bound!")]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
