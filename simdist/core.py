@@ -326,16 +326,6 @@ class Environment:
         """How many events have been scheduled so far (a cost measure for benchmarks)."""
         return int(repr(self._eid)[6:-1]) + self._explicit  # repr(count(5)) == "count(5)"
 
-    def step(self):
-        """Process the next event."""
-        self._now, key, _, event = heappop(self._queue)
-        self._active_order = key & _ORDER_MASK
-        callbacks, event.callbacks = event.callbacks, None
-        for callback in callbacks:
-            callback(event)
-        if not event._ok and not event._defused:
-            raise event._value
-
     def run_until(self, limit) -> None:
         """Process every event whose time is strictly before ``limit`` (a window's end)."""
         queue = self._queue

@@ -157,16 +157,12 @@ def _move_payloads(transport, sent, info, rank_of, payloads):
             continue
         for h in headers:
             if rank_of[h[3]] == me:
-                incoming.append((src_rank, (h[1], h[2]), _array_specs(h[6])))
+                incoming.append((src_rank, (h[1], h[2]), h[6][-1]))  # (dtype, shape) of each array
                 descs[(h[1], h[2])] = h[6]
     if outgoing or incoming:
         received = transport.exchange_payloads(outgoing, incoming)
         for key, specs_desc in descs.items():
             payloads[key] = rebuild_payload(specs_desc, received[key])
-
-
-def _array_specs(desc):
-    return desc[-1]  # ctx.send appends the (dtype, shape) of every array
 
 
 def _raise_deadlock(transport, env, info, names):
