@@ -33,14 +33,19 @@ class Phantom:
 class Message:
     """A delivered message, as ``ctx.recv`` returns it."""
 
-    __slots__ = ("src", "dst", "tag", "payload", "nbytes", "sent_at", "arrived_at", "seq")
+    __slots__ = ("src", "dst", "tag", "payload", "nbytes", "sent_at", "arrived_at", "seq",
+                 "src_device", "dst_device")
 
-    def __init__(self, src, dst, tag, payload, nbytes, sent_at, arrived_at=None, seq=0):
+    def __init__(self, src, dst, tag, payload, nbytes, sent_at, arrived_at=None, seq=0,
+                 src_device=None, dst_device=None):
         self.src, self.dst, self.tag, self.payload = src, dst, tag, payload
         self.nbytes, self.sent_at, self.arrived_at, self.seq = nbytes, sent_at, arrived_at, seq
+        self.src_device, self.dst_device = src_device, dst_device
 
     def __repr__(self):
-        return (f"Message({self.src} -> {self.dst}, tag={self.tag!r}, {self.nbytes} B, "
+        src = self.src if self.src_device is None else f"{self.src} device {self.src_device}"
+        dst = self.dst if self.dst_device is None else f"{self.dst} device {self.dst_device}"
+        return (f"Message({src} -> {dst}, tag={self.tag!r}, {self.nbytes} B, "
                 f"sent {self.sent_at} ns, arrived {self.arrived_at} ns)")
 
 

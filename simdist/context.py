@@ -39,12 +39,13 @@ class TaskContext:
         self._tasks = cluster.tasks()
         self._names = [t.name for t in self._tasks]
         self._orders: dict = {}
-        self._instances: dict[str, int] = {}
+        self._instances: dict = {}
         self._outbox = outbox
         self._seq = 0
         self._inbox: deque[Message] = deque()
-        self._waiting: list[tuple] = []
+        self._waiting: list[Recv] = []
         self._device_free: dict[str, int] = {}
+        self._port_free: dict[tuple, int] = {}  # device ports for transfers inside the task
         self._sent = Event(env, desc="send")  # already happened: yielding it resumes at once
         self._sent.callbacks = None
         self._sent._value = None
@@ -87,7 +88,8 @@ class TaskContext:
         Duration from the cost model: max(FLOPs / (peak x efficiency), bytes / memory
         bandwidth) + launch overhead. Ops on one device run one after another (one stream).
         """
-        lane = self.device(device).split("/device:")[1]
+        self.device(device)  # checks the index
+        lane = self._device_name(device)
         duration = self.hardware.device.compute_time_ns(flops, nbytes)
         start = max(self.env.now, self._device_free.get(lane, 0))
         self._device_free[lane] = start + duration
@@ -114,18 +116,27 @@ class TaskContext:
             order = self._orders[task] = self.cluster.task_order(self.resolve(task))
             return order
 
-    def send(self, dst, tag, payload=None, copy: bool = True) -> Event:
+    def send(self, dst, tag, payload=None, copy: bool = True, device: int | None = None,
+             dst_device: int | None = None) -> Event:
         """Send ``payload`` to task ``dst`` (non-blocking, like a Send op: returns at once).
 
         Arrival time comes from the cost model: egress queue, link latency and bandwidth,
-        ingress queue. ``tag`` is any str or int the receiver can match on. The message
-        holds a snapshot of the arrays; ``copy=False`` skips it when the caller never changes
-        them afterwards (the collectives do that to move large buffers fast).
+        ingress queue. ``tag`` is any str or int the receiver can match on. ``device`` and
+        ``dst_device`` name the sending and receiving devices (indices of the tasks' devices);
+        between two devices of this task the message takes the machine's own link (NVLink,
+        PCIe) and never leaves the task. The message holds a snapshot of the arrays;
+        ``copy=False`` skips it when the caller never changes them afterwards (the
+        collectives do that to move large buffers fast).
         """
         dst_order = self._order_of(dst)
-        if dst_order == self.order:
-            raise InvalidArgumentError(f"{self.name} sends to itself (tag {tag!r}): a task can "
-                                       "only send to another task")
+        self._check_device(device)
+        self._check_device(dst_device)
+        if dst_order == self.order and (device is None or dst_device is None
+                                        or device == dst_device):
+            raise InvalidArgumentError(
+                f"{self.name} sends to itself (tag {tag!r}, device={device}, dst_device="
+                f"{dst_device}): send to another task, or between two different devices of "
+                "this task")
         if payload.__class__ is Phantom:
             nbytes, desc, arrays = payload.nbytes, ("phantom", payload.nbytes, ()), ()
         else:
@@ -136,21 +147,72 @@ class TaskContext:
             nbytes = payload_nbytes(desc, arrays)
             payload = rebuild_payload(desc, arrays) if copy else payload
         self._seq += 1
-        # (header, arrays to move between ranks, the payload as a receiver on this rank sees it)
-        self._outbox.append(((self.env._now, self.order, self._seq, dst_order, tag, nbytes,
-                              desc), arrays, payload))
+        header = (self.env._now, self.order, self._seq, dst_order, tag, nbytes, desc, device,
+                  dst_device)
+        if dst_order == self.order:
+            self._send_between_devices(header, payload)
+        else:
+            # (header, arrays to move between ranks, the payload as a receiver on this rank sees)
+            self._outbox.append((header, arrays, payload))
         return self._sent
 
-    def recv(self, src=None, tag=None) -> Event:
-        """An event that happens when a message from ``src`` (any if None) with ``tag`` (any if
-        None) has been delivered; its value is the ``Message``."""
+    def _check_device(self, device):
+        if device is not None and not (isinstance(device, (int, np.integer))
+                                       and 0 <= device < self.hardware.layout.devices_per_task):
+            raise InvalidArgumentError(
+                f"device {device!r} does not exist on {self.name}: it has "
+                f"{self.hardware.layout.devices_per_task} device(s), numbered from 0")
+
+    def _send_between_devices(self, header, payload):
+        """A transfer between two devices of this task, over the machine's own link.
+
+        The same FIFO model as the network, kept in the task: the sending device's port
+        serializes in send order, the receiving device's port in the order first bits arrive.
+        """
+        link = self.hardware.intra_link
+        src_dev, nbytes = header[7], header[5]
+        start = max(self.env.now, self._port_free.get(("tx", src_dev), 0))
+        ser = link.serialization_ns(nbytes)
+        self._port_free[("tx", src_dev)] = start + ser
+        head = Event(self.env)
+        head._order = self.order
+        head._value = (header, payload, start, ser)
+        head.callbacks.append(self._device_head_arrived)
+        self.env.schedule_at(head, start + link.latency_ns, DELIVERY,
+                             (self.order << 40) | header[2])
+
+    def _device_head_arrived(self, event: Event):
+        header, payload, tx_start, ser = event._value
+        head, dst_dev, src_dev = self.env.now, header[8], header[7]
+        start = max(head, self._port_free.get(("rx", dst_dev), 0))
+        arrival = self._port_free[("rx", dst_dev)] = start + ser
+        if self.tracer.enabled:
+            link, tag = self.hardware.intra_link, str(header[4])
+            src_lane = f"{self._device_name(src_dev)} {link.kind} tx"
+            dst_lane = f"{self._device_name(dst_dev)} {link.kind} rx"
+            args = {"bytes": header[5], "tag": tag, "link": link.name,
+                    "queued_ns": start - head + tx_start - header[0]}
+            self.span(src_lane, f"send {tag} → device {dst_dev}", "send", tx_start, ser, **args)
+            self.span(dst_lane, f"recv {tag} ← device {src_dev}", "recv", start, ser, **args)
+            self.tracer.flow(self.name, ((self.order + 1) << 32) | header[2], tag, "message",
+                             self.name, src_lane, tx_start, self.name, dst_lane, arrival,
+                             {"bytes": header[5], "sent_at_ns": header[0], "link": link.name})
+        self.deliver_at(arrival, header, payload)
+
+    def _device_name(self, device: int) -> str:
+        return f"{self.hardware.device.device_type}:{device}"
+
+    def recv(self, src=None, tag=None, src_device=None, device=None) -> Event:
+        """An event that happens when a message from ``src`` (any task if None) with ``tag``
+        (any if None) has been delivered to ``device`` of this task (None: to the task
+        itself), from ``src_device`` (any if None); its value is the ``Message``."""
         src_name = None if src is None else self._names[self._order_of(src)]
-        event = Recv(self, src_name, tag)
+        event = Recv(self, src_name, tag, src_device, device)
         for msg in self._inbox:
-            if (src_name is None or msg.src == src_name) and (tag is None or msg.tag == tag):
+            if event.matches(msg):
                 self._inbox.remove(msg)
                 return event.succeed(msg)
-        self._waiting.append((src_name, tag, event))
+        self._waiting.append(event)
         return event
 
     def deliver_at(self, arrival: int, header, payload):
@@ -159,14 +221,15 @@ class TaskContext:
         Deliveries are ordered by (arrival, DELIVERY priority, this task, source task,
         sequence): never by when a transport learned of them.
         """
-        sent_at, src, seq, _dst, tag, nbytes, _desc = header
-        msg = Message(self._names[src], self.name, tag, payload, nbytes, sent_at, arrival, seq)
+        sent_at, src, seq, _dst, tag, nbytes, _desc, src_dev, dst_dev = header
+        msg = Message(self._names[src], self.name, tag, payload, nbytes, sent_at, arrival, seq,
+                      src_dev, dst_dev)
         self.env.schedule_at(Delivery(self, msg), arrival, DELIVERY, (src << 40) | seq)
 
     def _delivered(self, event: Event):
         msg = event._value
-        for i, (src, tag, waiter) in enumerate(self._waiting):
-            if (src is None or src == msg.src) and (tag is None or tag == msg.tag):
+        for i, waiter in enumerate(self._waiting):
+            if waiter.matches(msg):
                 del self._waiting[i]
                 # Trigger and process the Recv right here. Scheduling it would run it next
                 # anyway: no URGENT event at this time is left once deliveries run.
@@ -177,7 +240,7 @@ class TaskContext:
                 return
         self._inbox.append(msg)
 
-    def next_instance(self, kind: str) -> int:
+    def next_instance(self, kind) -> int:
         """A per-task counter, like TF's collective instance keys: every participant of a
         collective calls collectives in the same order, so they agree on the numbers."""
         self._instances[kind] = self._instances.get(kind, 0) + 1
@@ -198,9 +261,9 @@ class TaskContext:
 class Recv(Event):
     """The event ``ctx.recv`` returns (a Recv op waiting for its tensor)."""
 
-    __slots__ = ("ctx", "src", "tag")
+    __slots__ = ("ctx", "src", "tag", "src_device", "device")
 
-    def __init__(self, ctx: TaskContext, src, tag):
+    def __init__(self, ctx: TaskContext, src, tag, src_device=None, device=None):
         self.env = ctx.env
         self.callbacks = []
         self._value = PENDING
@@ -209,9 +272,20 @@ class Recv(Event):
         self._order = ctx.order
         self.desc = None
         self.ctx, self.src, self.tag = ctx, src, tag
+        self.src_device, self.device = src_device, device
+
+    def matches(self, msg: Message) -> bool:
+        return ((self.src is None or self.src == msg.src)
+                and (self.tag is None or self.tag == msg.tag)
+                and self.device == msg.dst_device
+                and (self.src_device is None or self.src_device == msg.src_device))
 
     def __repr__(self):
-        return f"recv(src={self.src or 'any'}, tag={self.tag!r}) on {self.ctx.name}"
+        src = self.src or "any"
+        if self.src_device is not None:
+            src += f" device {self.src_device}"
+        on = self.ctx.name if self.device is None else f"{self.ctx.name} device {self.device}"
+        return f"recv(src={src}, tag={self.tag!r}) on {on}"
 
 
 class Delivery(Event):

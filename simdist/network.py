@@ -64,11 +64,12 @@ class Network:
     def egress(self, headers) -> None:
         """Serialize newly sent messages on their senders' endpoints, in (time, source, seq).
 
-        A header is (sent_at, src_order, seq, dst_order, tag, nbytes, payload description).
+        A header is (sent_at, src_order, seq, dst_order, tag, nbytes, payload description,
+        src_device, dst_device).
         """
         free, heads = self._egress_free, self._heads
         for header in sorted(headers, key=_send_order):
-            sent_at, src, seq, dst, tag, nbytes, _desc = header
+            sent_at, src, seq, dst, tag, nbytes = header[:6]
             link, crosses, endpoint, _ = self._route(src, dst)
             start = max(sent_at, free.get(endpoint, 0))
             ser = -(-nbytes * 1_000_000_000 // link.bandwidth)  # ceil, exact integers
@@ -106,7 +107,7 @@ class Network:
     def _record(self, header, link, crosses, endpoint, tx_start, rx_start, head, arrival):
         """Trace one message: NIC spans, the sender's and receiver's transfer spans, a flow."""
         out = self._out
-        sent_at, src, seq, dst, tag, nbytes, _ = header
+        sent_at, src, seq, dst, tag, nbytes = header[:6]
         src_name, dst_name = self.task_names[src], self.task_names[dst]
         ser = arrival - rx_start
         tag = str(tag)

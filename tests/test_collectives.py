@@ -223,3 +223,40 @@ def test_bad_arguments_are_clear_errors():
 
 def test_every_algorithm_is_registered():
     assert set(MINE) <= set(ALL_REDUCE)
+
+
+def test_devices_of_tasks_take_part_as_members():
+    """2 tasks x 4 GPUs: each device runs a replica process; the local link is NVLink."""
+    hw = Hardware.from_catalog(HardwareCatalog.default(), "v100-nvlink2-25gbe",
+                               Layout(tasks_per_machine=1, devices_per_task=4))
+    members = [(t, d) for t in ("worker:0", "worker:1") for d in range(4)]
+    vals = {m: np.full(1000, 10 * i + 1, np.int64) for i, m in enumerate(members)}
+    n = 1000 * 8
+
+    def main(ctx):
+        def replica(d, algorithm):
+            return (yield from all_reduce(ctx, members, vals[(ctx.name, d)],
+                                          algorithm=algorithm, device=d))
+
+        results = {}
+        for algorithm in ("hierarchical", "ring"):
+            start = ctx.now
+            procs = [ctx.process(replica(d, algorithm), f"GPU:{d}") for d in range(4)]
+            done = yield ctx.env.all_of(procs)
+            results[algorithm] = ([v.tolist() for v in done.values()], ctx.now - start)
+        return results
+
+    res = simulate({"worker": 2}, main, hardware=hw)
+    expected = np.sum(list(vals.values()), axis=0).tolist()
+    for task_results in res.returns.values():
+        for values, _ in task_results.values():
+            assert values == [expected] * 4
+    took = max(r["hierarchical"][1] for r in res.returns.values())
+    net, intra = hw.network, hw.intra_link
+    assert took == pytest.approx(formulas.hierarchical(2, 4, n, intra.latency_ns,
+                                                       intra.bandwidth, net.latency_ns,
+                                                       net.bandwidth), rel=0.01)
+    lanes = res.trace.lanes("worker:1")
+    assert {"GPU:0 collective", "GPU:3 collective", "GPU:1 nvlink tx", "GPU:0 nvlink rx"} <= \
+        set(lanes)
+    assert res.trace.metadata["machines"] == 2

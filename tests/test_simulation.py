@@ -196,3 +196,30 @@ def test_compute_uses_the_cost_model_and_serializes_on_a_device():
     assert res.returns["worker:0"] == 2 * one
     spans = [s for s in res.trace.spans if s.cat == "compute"]
     assert [(s.start, s.dur) for s in spans] == [(0, one), (one, one)]
+
+
+def test_messages_between_devices_of_one_task_use_the_local_link():
+    hw = Hardware.from_catalog(HardwareCatalog.default(), "v100-nvlink2-25gbe",
+                               Layout(devices_per_task=2))
+    nbytes = 1 << 20
+
+    def main(ctx):
+        ctx.send(ctx.task, "w", Phantom(nbytes), device=0, dst_device=1)
+        ctx.send("worker:1", "x", Phantom(8), device=1, dst_device=0) if ctx.order == 0 else None
+        got = yield ctx.recv(tag="w", device=1)
+        assert got.src_device == 0 and got.dst_device == 1
+        if ctx.order == 1:
+            other = yield ctx.recv("worker:0", "x", src_device=1, device=0)
+            return got.arrived_at, other.arrived_at
+        return got.arrived_at, None
+
+    res = simulate({"worker": 2}, main, hardware=hw)
+    local = hw.intra_link.transfer_time_ns(nbytes)
+    assert res.returns["worker:0"] == (local, None)
+    assert res.returns["worker:1"] == (local, hw.network.transfer_time_ns(8))
+    with pytest.raises(InvalidArgumentError, match="device 2 does not exist on worker:0"):
+        simulate({"worker": 1}, lambda ctx: (yield ctx.send(0, "t", None, device=0,
+                                                            dst_device=2)), hardware=hw)
+    with pytest.raises(InvalidArgumentError, match="sends to itself"):
+        simulate({"worker": 1}, lambda ctx: (yield ctx.send(0, "t", None, device=1,
+                                                            dst_device=1)), hardware=hw)

@@ -34,12 +34,18 @@ ALL_REDUCE = {
 }
 
 
-def all_reduce(ctx, members, value, op=ReduceOp.SUM, algorithm: str = "ring", **options):
-    """All-reduce ``value`` over ``members`` with the named algorithm (see ``ALL_REDUCE``)."""
+def all_reduce(ctx, members, value, op=ReduceOp.SUM, algorithm: str = "ring",
+               device: int | None = None, **options):
+    """All-reduce ``value`` over ``members`` with the named algorithm (see ``ALL_REDUCE``).
+
+    Members are tasks ("worker:0" or a task order) or devices of tasks (("worker:0", 1));
+    ``device`` is the device of this task taking part (None when the members are tasks).
+    """
     if algorithm not in ALL_REDUCE:
         raise InvalidArgumentError(f"unknown all-reduce algorithm {algorithm!r}: expected one "
                                    f"of {', '.join(ALL_REDUCE)}")
-    return (yield from ALL_REDUCE[algorithm](ctx, members, value, op, **options))
+    return (yield from ALL_REDUCE[algorithm](ctx, members, value, op, device=device,
+                                             **options))
 
 
 reduce_scatter = ring_reduce_scatter

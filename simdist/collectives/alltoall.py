@@ -7,10 +7,10 @@ from .group import Collective, CollectiveError
 from .ops import check_value, copy
 
 
-def all_to_all(ctx, members, blocks):
+def all_to_all(ctx, members, blocks, device=None):
     """``blocks``: one value per member (in member order). Returns the blocks received,
     in member order (block r is this member's own)."""
-    c = Collective(ctx, members, "all-to-all")
+    c = Collective(ctx, members, "all-to-all", device=device)
     blocks = list(blocks)
     if len(blocks) != c.p:
         raise CollectiveError(f"all-to-all: {ctx.name} passed {len(blocks)} blocks for "

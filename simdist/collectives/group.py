@@ -25,22 +25,33 @@ class CollectiveError(InvalidArgumentError):
 class Collective:
     """The state of one collective call on one participant."""
 
-    def __init__(self, ctx: TaskContext, members, name: str, value=None):
+    def __init__(self, ctx: TaskContext, members, name: str, value=None, device=None):
         self.ctx = ctx
         self.name = name
-        self.members = [ctx._order_of(m) for m in members]
+        self.device = device
+        self.members = [member_address(ctx, m) for m in members]
+        names = [self._describe(m) for m in self.members]
         if len(set(self.members)) != len(self.members):
-            raise CollectiveError(f"{name}: members {list(members)} name a task twice")
-        if ctx.order not in self.members:
-            raise CollectiveError(f"{name}: {ctx.name} calls it but is not one of its members "
-                                  f"{[ctx._names[m] for m in self.members]}")
+            raise CollectiveError(f"{name}: members {names} name a participant twice")
+        me = (ctx.order, device)
+        if me not in self.members:
+            raise CollectiveError(f"{name}: {self._describe(me)} calls it but is not one of "
+                                  f"its members {names}")
         self.p = len(self.members)
-        self.rank = self.members.index(ctx.order)
-        self.instance = ctx.next_instance(name)
+        self.rank = self.members.index(me)
+        # like TF's group and instance keys: numbered per group, so that members of a
+        # sub-group (hierarchical's leaders) do not shift everyone else's numbers
+        self.instance = ctx.next_instance((name, tuple(self.members), device))
         self.value = value
 
+    def _describe(self, member) -> str:
+        order, device = member
+        name = self.ctx._names[order]
+        return name if device is None else f"{name}/{self.ctx._device_name(device)}"
+
     def task_name(self, rank: int) -> str:
-        return self.ctx._names[self.members[rank % self.p]]
+        """The member's name: "worker:1", or "worker:1/GPU:0" for a device."""
+        return self._describe(self.members[rank % self.p])
 
     def tag(self, step, chunk=None) -> str:
         suffix = "" if chunk is None else f"c{chunk}"
@@ -49,12 +60,15 @@ class Collective:
     def send(self, rank: int, step, value, chunk=None):
         """Send to the member with group rank ``rank`` (non-blocking)."""
         # collectives never change a buffer after sending it, so no snapshot is needed
-        self.ctx.send(self.members[rank % self.p], self.tag(step, chunk), value, copy=False)
+        order, device = self.members[rank % self.p]
+        self.ctx.send(order, self.tag(step, chunk), value, copy=False, device=self.device,
+                      dst_device=device)
 
     def recv(self, rank: int, step, expect=None, chunk=None):
         """Receive from member ``rank`` (use with ``yield from``); check it against ``expect``."""
-        src = self.members[rank % self.p]
-        msg = yield self.ctx.recv(src, self.tag(step, chunk))
+        src, src_device = self.members[rank % self.p]
+        msg = yield self.ctx.recv(src, self.tag(step, chunk), src_device=src_device,
+                                  device=self.device)
         if expect is not None:
             self._check(msg.payload, expect, rank)
         return msg.payload
@@ -73,8 +87,19 @@ class Collective:
 
     def span(self, label: str, start: int, **args):
         """Record one step, from ``start`` to now, on the collective lane."""
-        self.ctx.span(LANE, f"{self.name} {label}", self.name, start,
-                      self.ctx.now - start, **args)
+        lane = LANE if self.device is None else f"{self.ctx._device_name(self.device)} {LANE}"
+        self.ctx.span(lane, f"{self.name} {label}", self.name, start, self.ctx.now - start,
+                      **args)
+
+
+def member_address(ctx: TaskContext, member) -> tuple:
+    """(task order, device or None) of a member given as a task or as (task, device)."""
+    if isinstance(member, tuple):
+        if len(member) != 2:
+            raise CollectiveError(f"member {member!r}: expected a task or (task, device index)")
+        ctx._check_device(member[1])
+        return ctx._order_of(member[0]), member[1]
+    return ctx._order_of(member), None
 
 
 def _describe(value) -> str:

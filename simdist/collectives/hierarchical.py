@@ -9,22 +9,24 @@ per device.
 
 from __future__ import annotations
 
+from .group import member_address
 from .naive import broadcast, reduce
 from .ops import ReduceOp, check_value
 from .ring import ring_all_reduce
 
 
-def machines_of(ctx, members) -> dict[int, list[int]]:
+def machines_of(ctx, members) -> dict[int, list]:
     """Members grouped by machine (per the hardware layout), in member order."""
     layout = ctx.hardware.layout
-    groups: dict[int, list[int]] = {}
+    groups: dict[int, list] = {}
     for m in members:
-        order = ctx._order_of(m)
-        groups.setdefault(layout.machine_of(order), []).append(order)
+        order, _ = member_address(ctx, m)
+        groups.setdefault(layout.machine_of(order), []).append(m)
     return groups
 
 
-def hierarchical_all_reduce(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1):
+def hierarchical_all_reduce(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1,
+                            device=None):
     """All-reduce within machines, then across them (use with ``yield from``)."""
     op = ReduceOp.parse(op)
     value = check_value(value, "hierarchical all-reduce")
@@ -33,8 +35,9 @@ def hierarchical_all_reduce(ctx, members, value, op=ReduceOp.SUM, pieces: int = 
     groups = machines_of(ctx, members)
     local = groups[ctx.hardware.layout.machine_of(ctx.order)]
     leaders = [g[0] for g in groups.values()]
-    total = yield from reduce(ctx, local, value, inner)
-    if ctx.order == local[0]:
-        total = yield from ring_all_reduce(ctx, leaders, total, inner, pieces=pieces)
+    total = yield from reduce(ctx, local, value, inner, device=device)
+    if member_address(ctx, local[0]) == (ctx.order, device):
+        total = yield from ring_all_reduce(ctx, leaders, total, inner, pieces=pieces,
+                                           device=device)
         total = op.finalize(total, len(members))
-    return (yield from broadcast(ctx, local, total))
+    return (yield from broadcast(ctx, local, total, device=device))

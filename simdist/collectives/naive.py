@@ -8,7 +8,7 @@ the root reduces and sends the result back to every member. The root's link carr
 
 from __future__ import annotations
 
-from .group import Collective
+from .group import Collective, CollectiveError, member_address
 from .ops import ReduceOp, check_value, copy
 
 
@@ -44,20 +44,18 @@ def _broadcast(c: Collective, value, root: int):
 
 
 def _root_rank(c: Collective, root) -> int:
-    from .group import CollectiveError
-
-    order = c.ctx._order_of(root)
-    if order not in c.members:
+    address = member_address(c.ctx, root)
+    if address not in c.members:
         raise CollectiveError(f"{c.name}: root {root!r} is not one of the members "
-                              f"{[c.ctx._names[m] for m in c.members]}")
-    return c.members.index(order)
+                              f"{[c.task_name(r) for r in range(c.p)]}")
+    return c.members.index(address)
 
 
-def reduce_to_one_all_reduce(ctx, members, value, op=ReduceOp.SUM, root=None):
+def reduce_to_one_all_reduce(ctx, members, value, op=ReduceOp.SUM, root=None, device=None):
     """All-reduce through one root (TF's ReductionToOneDevice). Use with ``yield from``."""
     op = ReduceOp.parse(op)
     value = check_value(value, "reduce-to-one all-reduce")
-    c = Collective(ctx, members, "reduce-to-one", value)
+    c = Collective(ctx, members, "reduce-to-one", value, device)
     root = 0 if root is None else _root_rank(c, root)
     total = yield from _reduce(c, value, op, root)
     if c.rank == root:
@@ -65,19 +63,19 @@ def reduce_to_one_all_reduce(ctx, members, value, op=ReduceOp.SUM, root=None):
     return (yield from _broadcast(c, total, root))
 
 
-def reduce(ctx, members, value, op=ReduceOp.SUM, root=None):
+def reduce(ctx, members, value, op=ReduceOp.SUM, root=None, device=None):
     """The reduced value at ``root`` (default the first member); None elsewhere."""
     op = ReduceOp.parse(op)
     value = check_value(value, "reduce")
-    c = Collective(ctx, members, "reduce", value)
+    c = Collective(ctx, members, "reduce", value, device)
     root = 0 if root is None else _root_rank(c, root)
     total = yield from _reduce(c, value, op, root)
     return op.finalize(total, c.p) if c.rank == root else None
 
 
-def broadcast(ctx, members, value, root=None):
+def broadcast(ctx, members, value, root=None, device=None):
     """``root``'s value on every member (others may pass None)."""
-    c = Collective(ctx, members, "broadcast", value)
+    c = Collective(ctx, members, "broadcast", value, device)
     root = 0 if root is None else _root_rank(c, root)
     if c.rank == root:
         check_value(value, "broadcast")

@@ -14,11 +14,11 @@ from .group import Collective, CollectiveError
 from .ops import ReduceOp, check_value, copy, join, split
 
 
-def ps_all_reduce(ctx, members, value, op=ReduceOp.SUM, num_ps: int = 1):
+def ps_all_reduce(ctx, members, value, op=ReduceOp.SUM, num_ps: int = 1, device=None):
     """All-reduce by push/pull through ``num_ps`` parameter-server shards."""
     op = ReduceOp.parse(op)
     value = check_value(value, "parameter-server all-reduce")
-    c = Collective(ctx, members, "ps", value)
+    c = Collective(ctx, members, "ps", value, device)
     if not isinstance(num_ps, int) or not 1 <= num_ps <= c.p:
         raise CollectiveError(f"ps all-reduce: num_ps={num_ps!r} must be an int between 1 and "
                               f"the number of members ({c.p})")

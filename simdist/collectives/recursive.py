@@ -52,11 +52,11 @@ def _fold_out(c: Collective, new_rank, result):
     return copy(got)  # the sender keeps the same buffer in-process: hand out a private one
 
 
-def recursive_doubling_all_reduce(ctx, members, value, op=ReduceOp.SUM):
+def recursive_doubling_all_reduce(ctx, members, value, op=ReduceOp.SUM, device=None):
     """All-reduce by recursive doubling (use with ``yield from``)."""
     op = ReduceOp.parse(op)
     value = check_value(value, "recursive doubling")
-    c = Collective(ctx, members, "recursive-doubling", value)
+    c = Collective(ctx, members, "recursive-doubling", value, device)
     new_rank, acc, p2 = yield from _fold_in(c, copy(value), op)
     if new_rank is not None:
         mask, step = 1, 0
@@ -73,11 +73,11 @@ def recursive_doubling_all_reduce(ctx, members, value, op=ReduceOp.SUM):
     return op.finalize(result, c.p)
 
 
-def halving_doubling_all_reduce(ctx, members, value, op=ReduceOp.SUM):
+def halving_doubling_all_reduce(ctx, members, value, op=ReduceOp.SUM, device=None):
     """All-reduce by recursive halving then doubling (Rabenseifner's algorithm)."""
     op = ReduceOp.parse(op)
     value = check_value(value, "halving-doubling")
-    c = Collective(ctx, members, "halving-doubling", value)
+    c = Collective(ctx, members, "halving-doubling", value, device)
     new_rank, acc, p2 = yield from _fold_in(c, copy(value), op)
     if new_rank is not None:
         chunks = split(acc, p2)

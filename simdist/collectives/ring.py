@@ -52,31 +52,31 @@ def _ring(c: Collective, value, op: ReduceOp, pieces: int, reduce_steps: int,
     return result, out
 
 
-def ring_all_reduce(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1):
+def ring_all_reduce(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1, device=None):
     """All-reduce ``value`` over ``members`` with a ring (use with ``yield from``)."""
     op = ReduceOp.parse(op)
     value = check_value(value, "ring all-reduce")
     _check_pieces(pieces)
-    c = Collective(ctx, members, "ring", value)
+    c = Collective(ctx, members, "ring", value, device)
     result, _ = yield from _ring(c, value, op, pieces, c.p - 1, c.p - 1)
     return op.finalize(reshape_like(result, value), c.p)
 
 
-def ring_reduce_scatter(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1):
+def ring_reduce_scatter(ctx, members, value, op=ReduceOp.SUM, pieces: int = 1, device=None):
     """Member r ends with the reduced chunk r of ``value`` (chunks as ``np.array_split``)."""
     op = ReduceOp.parse(op)
     value = check_value(value, "ring reduce-scatter")
     _check_pieces(pieces)
-    c = Collective(ctx, members, "reduce-scatter", value)
+    c = Collective(ctx, members, "reduce-scatter", value, device)
     # start one chunk later so that member r finishes with chunk r (not r+1)
     _, out = yield from _ring(c, value, op, pieces, c.p - 1, 0, start_chunk_offset=-1)
     return op.finalize(join_flat(out[c.rank]), c.p)
 
 
-def ring_all_gather(ctx, members, value):
+def ring_all_gather(ctx, members, value, device=None):
     """Every member ends with all members' values concatenated in member order (1-D)."""
     value = check_value(value, "ring all-gather")
-    c = Collective(ctx, members, "all-gather", value)
+    c = Collective(ctx, members, "all-gather", value, device)
     p, r = c.p, c.rank
     parts = [None] * p
     parts[r] = copy(value)
