@@ -111,3 +111,143 @@ FORMULAS = {
     "halving-doubling": halving_doubling,
     "ps": parameter_server,
 }
+
+
+def binary_tree(p: int, n: int, a: int, B: int, pieces: int = 1) -> float:
+    """Binary tree all-reduce (``tree.binary_tree_all_reduce``): reduce up the heap-ordered
+    tree (children of rank i: 2i+1, 2i+2), then broadcast down, every member reducing all
+    ``pieces`` before it broadcasts them (NCCL's ``runTreeUpDown``). For a complete tree of
+    height h (p = 2^(h+1) - 1) and k pieces of d = n/(kB) each:
+
+        T = 2h (a + 2d) + 4(k-1) d          (k = 1: 2h (a + 2n/B))
+
+    Up, each level adds a + 2d (the second child's piece queues behind the first one at the
+    parent's NIC) and the root gets a piece every 2d; down, the right-most path is the
+    slowest, again a + 2d per level and a piece every 2d. This is the pipelined binary tree
+    that Sanders, Speck and Träff, "Two-tree algorithms for full bandwidth broadcast,
+    reduction and scan" (Parallel Computing 2009), start from (its leaves idle, it uses half
+    the bandwidth), costed for simdist's network: a latency once per hop, FIFO NICs, as in
+    Thakur, Rabenseifner and Gropp (2005) for one message. A heap of any other p has subtrees
+    of different heights, whose pieces interleave at their parent's NIC, so the function
+    evaluates the same FIFO model as a recursion over the tree, piece by piece: a node's NIC
+    sends piece j once the node has reduced it and the NIC has sent piece j-1; a parent's
+    NIC receives its children's pieces in the order their first bits arrive (ties: lower
+    rank first), each taking m/B; down, each node sends every piece to its children in
+    turn. Pieces are sized as simdist cuts a Phantom(n) and wire times rounded up to whole
+    ns as in the simulator, so it is exact for phantoms (within an element for arrays).
+    """
+    if p == 1:
+        return 0.0
+    k = pieces
+    d = [-(-(n // k + (j < n % k)) * 10**9 // B) for j in range(k)]  # ns on the wire
+
+    def kids(i):
+        return [c for c in (2 * i + 1, 2 * i + 2) if c < p]
+
+    def reduced(i):  # when heap position i has reduced each piece (a leaf: at once)
+        heads = []
+        for c in kids(i):
+            free = 0
+            for j, ready in enumerate(reduced(c)):
+                free = max(ready, free)  # the child's NIC sends its pieces in order
+                heads.append((free + a, c, j))
+                free += d[j]
+        arrived, free = {}, 0
+        for head, c, j in sorted(heads):  # the parent's NIC: first come, first served
+            free = arrived[c, j] = max(head, free) + d[j]
+        return [max([arrived[c, j] for c in kids(i)], default=0) for j in range(k)]
+
+    def finished(i, got):  # the latest end in the subtree of i, which has piece j at got[j]
+        sent, free = {c: [] for c in kids(i)}, 0
+        for j in range(k):
+            for c in kids(i):  # piece j to each child in turn
+                free = max(got[j], free)
+                sent[c].append(free + a + d[j])
+                free += d[j]
+        return max([got[-1]] + [finished(c, sent[c]) for c in kids(i)])
+
+    return float(finished(0, [reduced(0)[-1]] * k))
+
+
+def double_binary_tree(p: int, n: int, a: int, B: int, pieces: int = 1) -> float:
+    """Double binary tree all-reduce (``tree.double_binary_tree_all_reduce``, NCCL 2.4):
+    half 0 reduced up tree A (the heap) and half 1 up tree B (its mirror: rank r in the
+    place of p-1-r) at once; each root broadcasts its half to its tree's internal nodes;
+    then every rank swaps halves with rank p-1-r, internal in the other tree (Sanders,
+    Speck and Träff, "Two-tree algorithms for full bandwidth broadcast, reduction and
+    scan", Parallel Computing 2009; NVIDIA's NCCL 2.4 blog post, 2019). Every level moves
+    a half, not the whole value, through a NIC twice. For a complete tree of height h >= 2
+    (p = 2^(h+1) - 1) without pipelining, with d = n/(2B):
+
+        T = h (a + 2d)  +  (h-1)(a + 2d)  +  (a + d)  =  2h a + (2h - 1/2) n/B
+
+    (reduce, broadcast to the h-1 levels of internal nodes, swap; the single binary tree
+    takes 2h a + 4h n/B). With many pieces it tends to about 3 n/B plus 2h latencies (one
+    more n/(2B) for odd p, whose middle rank, a leaf of both trees, receives both halves
+    at the end); the single tree 4 n/B, the ring 2 n/B. Going up, an internal node of one
+    tree is a leaf of the other, and its NIC first sends its own pieces up that tree, which
+    delays its forwarding by up to n/(2B). The two broadcasts use disjoint NICs and a swap
+    only reaches a rank once its own broadcast is through, so the phases add up. For any
+    p and pieces the function evaluates this exactly as a recursion over each tree that
+    mirrors the FIFO NICs (see ``binary_tree``): pieces sized as simdist cuts a
+    Phantom(n), wire times in whole ns; the middle rank of an odd p alternates its two
+    halves' pieces going up and gets the results from its two parents, which serve it
+    before their swap.
+    """
+    if p == 1:
+        return 0.0
+    k, inner = pieces, p // 2  # heap positions 0 .. inner-1 are a tree's internal nodes
+    middle = (p - 1) // 2 if p % 2 else None  # a leaf of both trees
+    d = [[-(-(h // k + (j < h % k)) * 10**9 // B) for j in range(k)]
+         for h in (n - n // 2, n // 2)]
+
+    def fifo(heads, size):  # messages (first bit's arrival, sender, piece) through one NIC
+        arrived, free = {}, 0
+        for head, src, j in sorted(heads):
+            free = arrived[src, j] = max(head, free) + size[j]
+        return arrived
+
+    finish, to_middle = [], []
+    for t in (0, 1):
+        dt, own = d[t], sum(d[1 - t])  # own: an internal node first sends its leaf pieces
+        rank = (lambda i: i) if t == 0 else (lambda i: p - 1 - i)
+
+        def sends(c, dt=dt, own=own):  # when heap position c sends each piece up tree t
+            if c == middle:
+                return [sum(d[0][:j]) + sum(d[1][:j]) + (d[0][j] if t else 0)
+                        for j in range(k)]
+            out, free = [], (0 if c >= inner else own)
+            for j, ready in enumerate([0] * k if c >= inner else reduced(c)):
+                free = max(ready, free)
+                out.append(free)
+                free += dt[j]
+            return out
+
+        def reduced(i, dt=dt, rank=rank):  # when internal position i has reduced each piece
+            kids = [c for c in (2 * i + 1, 2 * i + 2) if c < p]
+            arrived = fifo([(x + a, rank(c), j) for c in kids for j, x in enumerate(sends(c))],
+                           dt)
+            return [max(arrived[rank(c), j] for c in kids) for j in range(k)]
+
+        got = {0: [reduced(0)[-1]] * k}  # the broadcast among the internal nodes
+        for i in range(inner):
+            free = own if i == 0 else 0
+            for j in range(k):
+                for c in (2 * i + 1, 2 * i + 2):
+                    if c < inner:
+                        free = max(got[i][j], free)
+                        got.setdefault(c, []).append(free + a + dt[j])
+                        free += dt[j]
+            start = max(got[i][-1], free)  # then the middle rank's half, then the swap
+            if middle is not None and i == (middle - 1) // 2:
+                for j in range(k):
+                    to_middle.append((start + a, rank(i), t * k + j))
+                    start += dt[j]
+            finish += [got[i][-1], start + sum(dt) + a]  # rank(i) and its mirror
+    if middle is not None:
+        finish.append(max(fifo(to_middle, d[0] + d[1]).values()))
+    return float(max(finish))
+
+
+FORMULAS["binary-tree"] = binary_tree
+FORMULAS["double-binary-tree"] = double_binary_tree
