@@ -19,3 +19,28 @@ class NotFoundError(SimdistError):
 
 class OutOfRangeError(SimdistError):
     """Models tf.errors.OutOfRangeError: an index is outside its valid range."""
+
+
+class FailedPreconditionError(SimdistError):
+    """Models tf.errors.FailedPreconditionError: the system is not in a state for this
+    (e.g. reading an uninitialized variable)."""
+
+
+class ResourceExhaustedError(SimdistError):
+    """Models tf.errors.ResourceExhaustedError: out of memory, or another resource ran out."""
+
+
+class DeadlineExceededError(SimdistError):
+    """Models tf.errors.DeadlineExceededError: an operation timed out."""
+
+
+class UnavailableError(SimdistError):
+    """Models tf.errors.UnavailableError: a task or service cannot be reached."""
+
+
+class CancelledError(SimdistError):
+    """Models tf.errors.CancelledError: an operation was cancelled."""
+
+
+class UnimplementedError(SimdistError):
+    """Models tf.errors.UnimplementedError: an operation is not supported."""
