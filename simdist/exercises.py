@@ -1,0 +1,227 @@
+"""The exercise spec and the run result that simdist and realdist share.
+
+An ``Exercise`` says what to train and how to distribute it (model, dataset, global batch,
+steps, learning rate, seed, strategy, cluster shape, devices per worker, hardware profile).
+``simdist`` simulates it, ``realdist`` runs it on real TensorFlow; both return a ``RunResult``
+(per-step losses, final weights, per-step times, metadata, trace) that ``simdist compare``
+sets side by side. Both halves train with plain SGD on the mean loss over the global batch::
+
+    w <- w - learning_rate * (1 / global_batch) * sum over the batch of d(loss_i)/dw
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .data import load_dataset
+from .errors import InvalidArgumentError, NotFoundError
+from .models import MODELS, make_model
+
+RESULT_SCHEMA = 1
+
+#: tf.distribute strategies an exercise can use (simdist.distribute and realdist both)
+STRATEGIES = ("default", "one_device", "mirrored", "central_storage", "multi_worker_mirrored")
+#: MirroredStrategy's cross_device_ops, by the name of TF's class
+CROSS_DEVICE_OPS = ("auto", "nccl", "hierarchical_copy", "reduction_to_one")
+#: MultiWorkerMirroredStrategy's CommunicationImplementation
+COMMUNICATIONS = ("auto", "ring", "nccl")
+
+
+@dataclass
+class Exercise:
+    """One synchronous data-parallel training exercise (the same in both halves)."""
+
+    strategy: str = "mirrored"
+    model: str = "linear"
+    dataset: str = "regression"
+    global_batch: int = 64
+    steps: int = 20
+    learning_rate: float = 0.1
+    seed: int = 0
+    workers: int = 1  # tasks of the "worker" job (MultiWorkerMirroredStrategy)
+    devices_per_worker: int = 4  # replicas on each worker (Mirrored, CentralStorage, MWMS)
+    cross_device_ops: str = "auto"  # MirroredStrategy
+    communication: str = "auto"  # MultiWorkerMirroredStrategy
+    hardware: str = "cpu"  # simdist hardware system profile
+    hidden: int = 32  # the MLP's hidden units
+
+    def __post_init__(self):
+        self.validate()
+
+    @property
+    def num_replicas(self) -> int:
+        """``strategy.num_replicas_in_sync``."""
+        if self.strategy in ("default", "one_device"):
+            return 1
+        if self.strategy == "multi_worker_mirrored":
+            return self.workers * self.devices_per_worker
+        return self.devices_per_worker
+
+    @property
+    def num_workers(self) -> int:
+        return self.workers if self.strategy == "multi_worker_mirrored" else 1
+
+    def validate(self) -> None:
+        """A clear error for every bad value, before any training starts."""
+        _choice("strategy", self.strategy, STRATEGIES)
+        _choice("model", self.model, tuple(MODELS))
+        _choice("cross_device_ops", self.cross_device_ops, CROSS_DEVICE_OPS)
+        _choice("communication", self.communication, COMMUNICATIONS)
+        for name in ("global_batch", "steps", "workers", "devices_per_worker", "hidden"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
+            raise InvalidArgumentError(f"seed must be an int, got {self.seed!r}")
+        if not isinstance(self.learning_rate, (int, float)) or not self.learning_rate > 0:
+            raise InvalidArgumentError(f"learning_rate must be a number > 0, got "
+                                       f"{self.learning_rate!r}")
+        if self.strategy != "multi_worker_mirrored" and self.workers != 1:
+            raise InvalidArgumentError(
+                f"workers={self.workers} with strategy {self.strategy!r}: only "
+                "multi_worker_mirrored uses several workers")
+        if self.global_batch < self.num_replicas:
+            raise InvalidArgumentError(
+                f"global batch {self.global_batch} is smaller than the {self.num_replicas} "
+                f"replicas of {self.strategy}: every replica needs at least one example "
+                f"(give a global batch >= {self.num_replicas})")
+
+    def build(self):
+        """(model, dataset), checked against each other."""
+        data = load_dataset(self.dataset, seed=self.seed)
+        options = {"hidden": self.hidden} if self.model == "mlp" else {}
+        model = make_model(self.model, data.n_features, data.n_outputs, **options)
+        if model.task != data.task:
+            raise InvalidArgumentError(
+                f"model {self.model!r} is a {model.task} model but dataset {self.dataset!r} "
+                f"is a {data.task} dataset: pick matching ones (regression: linear; "
+                "classification, digits: softmax, mlp; vocab: embedding)")
+        model.check_batch(data.x[:1], data.y[:1])
+        return model, data
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Exercise:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise InvalidArgumentError(f"unknown exercise field(s) {unknown}: expected "
+                                       f"{sorted(known)}")
+        return cls(**d)
+
+    # -- command line (simdist run and realdist run take the same options) ------------------
+
+    @staticmethod
+    def add_arguments(parser, default_strategy: str = "mirrored") -> None:
+        d = Exercise()
+        parser.add_argument("--replicas", type=int, default=d.devices_per_worker,
+                            help="replicas (devices) per worker (default 4)")
+        parser.add_argument("--workers", type=int, default=None,
+                            help="worker tasks (multi_worker_mirrored; default 2 for it)")
+        parser.add_argument("--model", default=d.model, choices=list(MODELS))
+        parser.add_argument("--dataset", default=d.dataset,
+                            choices=["regression", "classification", "digits", "vocab"])
+        parser.add_argument("--global-batch", type=int, default=d.global_batch)
+        parser.add_argument("--steps", type=int, default=d.steps)
+        parser.add_argument("--learning-rate", type=float, default=d.learning_rate)
+        parser.add_argument("--cross-device-ops", default=d.cross_device_ops,
+                            choices=list(CROSS_DEVICE_OPS), help="MirroredStrategy's")
+        parser.add_argument("--communication", default=d.communication,
+                            choices=list(COMMUNICATIONS),
+                            help="MultiWorkerMirroredStrategy's CommunicationImplementation")
+        parser.add_argument("--result", metavar="FILE",
+                            help="write the RunResult JSON here (for 'simdist compare')")
+
+    @classmethod
+    def from_args(cls, strategy: str, args, seed: int = 0, hardware: str = "cpu") -> Exercise:
+        workers = args.workers if args.workers is not None else (
+            2 if strategy == "multi_worker_mirrored" else 1)
+        return cls(strategy=strategy, model=args.model, dataset=args.dataset,
+                   global_batch=args.global_batch, steps=args.steps,
+                   learning_rate=args.learning_rate, seed=seed, workers=workers,
+                   devices_per_worker=args.replicas, cross_device_ops=args.cross_device_ops,
+                   communication=args.communication, hardware=hardware)
+
+
+def _choice(what, value, choices):
+    if value not in choices:
+        raise InvalidArgumentError(f"unknown {what} {value!r}: expected one of "
+                                   f"{', '.join(choices)}")
+
+
+@dataclass
+class RunResult:
+    """What one run of an exercise produced, in simdist or in realdist."""
+
+    source: str  # "simdist" or "realdist"
+    exercise: Exercise
+    losses: list[float]  # the global-batch mean loss of every step, before its update
+    weights: dict[str, np.ndarray]  # final weights
+    step_times_ns: list[int]  # simulated (simdist) or measured wall-clock (realdist) ns
+    metadata: dict = field(default_factory=dict)
+    trace: object = None  # a simdist.trace.Trace, or None
+
+    def to_json(self) -> dict:
+        return {"schema": RESULT_SCHEMA, "source": self.source,
+                "exercise": self.exercise.to_dict(),
+                "losses": [float(x) for x in self.losses],
+                "step_times_ns": [int(t) for t in self.step_times_ns],
+                "weights": {k: {"dtype": v.dtype.str, "shape": list(v.shape),
+                                "data": v.reshape(-1).tolist()} for k, v in self.weights.items()},
+                "metadata": self.metadata,
+                "trace": None if self.trace is None else self.trace.to_chrome()}
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json()), encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunResult:
+        from .trace import Trace
+
+        if d.get("schema") != RESULT_SCHEMA:
+            raise InvalidArgumentError(f"run result schema {d.get('schema')!r}: expected "
+                                       f"{RESULT_SCHEMA}")
+        weights = {k: np.array(v["data"], dtype=np.dtype(v["dtype"])).reshape(v["shape"])
+                   for k, v in d["weights"].items()}
+        trace = None if d.get("trace") is None else Trace.from_chrome(d["trace"])
+        return cls(d["source"], Exercise.from_dict(d["exercise"]), list(d["losses"]), weights,
+                   list(d["step_times_ns"]), dict(d.get("metadata", {})), trace)
+
+    @classmethod
+    def load(cls, path) -> RunResult:
+        path = Path(path)
+        if not path.is_file():
+            raise NotFoundError(f"run result file '{path}' does not exist")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as error:
+            raise InvalidArgumentError(f"'{path}' is not a run result JSON: {error}") from None
+        if not isinstance(data, dict) or "losses" not in data:
+            raise InvalidArgumentError(f"'{path}' is not a run result (written by "
+                                       "'simdist run ... --result' or 'realdist run')")
+        return cls.from_json(data)
+
+
+def max_weight_difference(a: RunResult, b: RunResult) -> float:
+    """The largest absolute difference between the final weights of two runs."""
+    if set(a.weights) != set(b.weights):
+        raise InvalidArgumentError(f"the runs have different weights: {sorted(a.weights)} vs "
+                                   f"{sorted(b.weights)}")
+    diff = 0.0
+    for k in a.weights:
+        if a.weights[k].shape != b.weights[k].shape:
+            raise InvalidArgumentError(f"weight {k!r} has shape {a.weights[k].shape} in one "
+                                       f"run and {b.weights[k].shape} in the other")
+        diff = max(diff, float(np.max(np.abs(a.weights[k].astype(np.float64)
+                                             - b.weights[k].astype(np.float64)), initial=0)))
+    return diff
