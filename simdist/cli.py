@@ -77,6 +77,11 @@ def build_parser(program_name: str | None = None) -> argparse.ArgumentParser:
                            help="check a lesson's exercises: simdist check 01")
     check.add_argument("rest", nargs=argparse.REMAINDER)
 
+    compare = sub.add_parser("compare", add_help=False,
+                             help="a simulated and a real run side by side: simdist compare "
+                                  "SIM.json REAL.json [-o PNG]")
+    compare.add_argument("rest", nargs=argparse.REMAINDER)
+
     lesson = sub.add_parser("lesson", add_help=False,
                             help="lesson tools: simdist lesson build [NN|--all]")
     lesson.add_argument("rest", nargs=argparse.REMAINDER)
@@ -168,7 +173,7 @@ def cmd_list(args) -> int:
 
     print("programs (simdist run NAME):")
     for program in list_programs():
-        print(f"  {program.name:<14} {program.summary}")
+        print(f"  {program.name:<22} {program.summary}")
     catalog = HardwareCatalog.default()
     if args.profiles_file:
         catalog.load_file(args.profiles_file)
@@ -218,6 +223,12 @@ def cmd_check(argv) -> int:
     return lessons.check_main(argv)
 
 
+def cmd_compare(argv) -> int:
+    from . import compare
+
+    return compare.main(argv)
+
+
 def cmd_lesson(argv) -> int:
     from . import lessons
 
@@ -233,4 +244,4 @@ BENCHES = {"engine": "engine", "allreduce": "allreduce", "allreduce-formulas": "
 COMMANDS = {"run": cmd_run, "list": cmd_list, "summary": cmd_summary, "plot": cmd_plot}
 #: commands that take their own options (listed in --help by build_parser)
 PASSTHROUGH = {"bench": cmd_bench, "plot-collectives": cmd_plot_collectives,
-               "check": cmd_check, "lesson": cmd_lesson}
+               "check": cmd_check, "lesson": cmd_lesson, "compare": cmd_compare}

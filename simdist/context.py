@@ -20,6 +20,10 @@ from .errors import InvalidArgumentError
 from .trace import Tracer
 
 
+#: the lane name of a task's host CPU (device None), where e.g. CentralStorage keeps variables
+HOST = "host"
+
+
 class TaskContext:
     """One simulated task: ``ctx.send``, ``ctx.recv``, ``ctx.compute``, ``ctx.timeout``..."""
 
@@ -122,21 +126,21 @@ class TaskContext:
 
         Arrival time comes from the cost model: egress queue, link latency and bandwidth,
         ingress queue. ``tag`` is any str or int the receiver can match on. ``device`` and
-        ``dst_device`` name the sending and receiving devices (indices of the tasks' devices);
-        between two devices of this task the message takes the machine's own link (NVLink,
-        PCIe) and never leaves the task. The message holds a snapshot of the arrays;
+        ``dst_device`` name the sending and receiving devices (indices of the tasks' devices;
+        None is the task's host CPU); between two devices of this task, or a device and the
+        host, the message takes the machine's own link (NVLink, PCIe) and never leaves the
+        task. The message holds a snapshot of the arrays;
         ``copy=False`` skips it when the caller never changes them afterwards (the
         collectives do that to move large buffers fast).
         """
         dst_order = self._order_of(dst)
         self._check_device(device)
         self._check_device(dst_device)
-        if dst_order == self.order and (device is None or dst_device is None
-                                        or device == dst_device):
+        if dst_order == self.order and device == dst_device:
             raise InvalidArgumentError(
                 f"{self.name} sends to itself (tag {tag!r}, device={device}, dst_device="
                 f"{dst_device}): send to another task, or between two different devices of "
-                "this task")
+                "this task (None is the task's host CPU)")
         if payload.__class__ is Phantom:
             nbytes, desc, arrays = payload.nbytes, ("phantom", payload.nbytes, ()), ()
         else:
@@ -199,7 +203,9 @@ class TaskContext:
                              {"bytes": header[5], "sent_at_ns": header[0], "link": link.name})
         self.deliver_at(arrival, header, payload)
 
-    def _device_name(self, device: int) -> str:
+    def _device_name(self, device: int | None) -> str:
+        if device is None:
+            return HOST
         return f"{self.hardware.device.device_type}:{device}"
 
     def recv(self, src=None, tag=None, src_device=None, device=None) -> Event:

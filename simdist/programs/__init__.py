@@ -16,10 +16,16 @@ from typing import Callable
 
 from ..errors import NotFoundError
 
-#: name -> module under simdist.programs; add a line here to register a new program.
+#: name -> "module" under simdist.programs (its PROGRAM) or "module:ATTRIBUTE"; add a line
+#: here to register a new program.
 BUILTIN = {
     "token_ring": "token_ring",
     "allreduce": "allreduce",
+    "default": "sync:DEFAULT",
+    "one_device": "sync:ONE_DEVICE",
+    "mirrored": "sync:MIRRORED",
+    "central_storage": "sync:CENTRAL_STORAGE",
+    "multi_worker_mirrored": "sync:MULTI_WORKER_MIRRORED",
 }
 
 
@@ -43,8 +49,9 @@ def list_programs() -> list[Program]:
 def load_program(name_or_path: str) -> Program:
     """A built-in program by name, or a ``.py`` file that defines ``PROGRAM = Program(...)``."""
     if name_or_path in BUILTIN:
-        module = importlib.import_module(f"{__name__}.{BUILTIN[name_or_path]}")
-        return module.PROGRAM
+        module_name, _, attribute = BUILTIN[name_or_path].partition(":")
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        return getattr(module, attribute or "PROGRAM")
     path = Path(name_or_path)
     if path.suffix == ".py":
         if not path.is_file():

@@ -1,0 +1,138 @@
+"""``simdist compare SIM REAL``: a simulated and a real run of one exercise, side by side.
+
+It prints the loss of every step in both runs, the largest difference between their final
+weights (parity: at most 1e-5 in float32 after 20 steps), and the step time the simulator
+predicted next to the one measured; ``-o PNG`` draws the same as a figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from .errors import SimdistError
+from .exercises import RunResult, max_weight_difference
+from .plots import format_bytes, format_ns
+
+#: weight parity between the halves (float32, after 20 steps)
+PARITY_TOLERANCE = 1e-5
+
+
+def _describe(run: RunResult) -> str:
+    ex = run.exercise
+    return (f"{ex.strategy}: {ex.model} on {ex.dataset}, {ex.num_replicas} replica(s) on "
+            f"{ex.num_workers} worker(s), global batch {ex.global_batch}, {ex.steps} steps, "
+            f"learning rate {ex.learning_rate:g}, seed {ex.seed}")
+
+
+def format_run(run: RunResult) -> str:
+    """One run's steps as a table (loss and step time), and what moved per step."""
+    lines = [f"{run.source} {_describe(run)}",
+             "   step        loss   step time"]
+    for k, (loss, t) in enumerate(zip(run.losses, run.step_times_ns)):
+        lines.append(f"  {k:>5}  {loss:>10.6f}  {format_ns(t):>10}")
+    meta = run.metadata
+    if "cross_device_ops" in meta:
+        lines.append(f"gradients combined by: {meta['cross_device_ops']}")
+    if "bytes_moved_per_step" in meta:
+        lines.append(f"bytes moved per step (messages between devices and tasks): "
+                     f"{format_bytes(meta['bytes_moved_per_step'])}")
+    return "\n".join(lines)
+
+
+def check_same_exercise(a: RunResult, b: RunResult) -> None:
+    """Both runs must train the same thing: the same model, data, batches and steps on the
+    same number of replicas (the strategy, cluster shape and hardware may differ: every
+    synchronous strategy does the same SGD)."""
+    ea, eb = a.exercise.to_dict(), b.exercise.to_dict()
+    how = {"strategy", "workers", "devices_per_worker", "hardware", "cross_device_ops",
+           "communication"}
+    diff = {k: (ea[k], eb[k]) for k in ea if k not in how and ea[k] != eb[k]}
+    if a.exercise.num_replicas != b.exercise.num_replicas:
+        diff["replicas"] = (a.exercise.num_replicas, b.exercise.num_replicas)
+    if diff:
+        raise SimdistError("the two runs are not the same exercise: "
+                           + ", ".join(f"{k} = {x!r} vs {y!r}" for k, (x, y) in diff.items()))
+
+
+def format_comparison(a: RunResult, b: RunResult) -> str:
+    """The side-by-side table of two runs of the same exercise."""
+    check_same_exercise(a, b)
+    lines = [f"{a.source}: {_describe(a)}"]
+    if a.exercise.strategy != b.exercise.strategy or a.exercise.workers != b.exercise.workers:
+        lines.append(f"{b.source}: {_describe(b)}")
+        lines.append("(different strategies, the same synchronous SGD on the same global "
+                     "batches: the weights must agree)")
+    lines += ["",
+             f"   step  {a.source + ' loss':>14}  {b.source + ' loss':>14}  {'|diff|':>9}  "
+             f"{a.source + ' time':>14}  {b.source + ' time':>14}"]
+    for k in range(max(len(a.losses), len(b.losses))):
+        la = a.losses[k] if k < len(a.losses) else float("nan")
+        lb = b.losses[k] if k < len(b.losses) else float("nan")
+        ta = format_ns(a.step_times_ns[k]) if k < len(a.step_times_ns) else "-"
+        tb = format_ns(b.step_times_ns[k]) if k < len(b.step_times_ns) else "-"
+        lines.append(f"  {k:>5}  {la:>14.6f}  {lb:>14.6f}  {abs(la - lb):>9.2e}  {ta:>14}  "
+                     f"{tb:>14}")
+    diff = max_weight_difference(a, b)
+    verdict = "agree" if diff <= PARITY_TOLERANCE else "DIFFER"
+    lines += ["", f"largest weight difference: {diff:.3e}  (weights {verdict}: tolerance "
+                  f"{PARITY_TOLERANCE:g})"]
+    ma, mb = _median(a.step_times_ns), _median(b.step_times_ns)
+    if ma and mb:
+        lines.append(f"median step time: {a.source} {format_ns(ma)}, {b.source} "
+                     f"{format_ns(mb)} (ratio {mb / ma:.2f}; {a.source} models the hardware "
+                     f"profile '{a.exercise.hardware}', {b.source} measured this machine)")
+    return "\n".join(lines)
+
+
+def _median(times) -> int:
+    return int(np.median(times)) if len(times) else 0
+
+
+def plot_comparison(a: RunResult, b: RunResult, path) -> str:
+    """Loss per step and step time per step of both runs (a two-panel PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for run, style in ((a, dict(marker="o", lw=2)), (b, dict(marker="x", ls="--"))):
+        left.plot(range(len(run.losses)), run.losses, label=run.source, **style)
+        right.plot(range(len(run.step_times_ns)), np.array(run.step_times_ns) / 1e3,
+                   label=run.source, **style)
+    left.set(xlabel="step", ylabel="global-batch mean loss", title="loss per step")
+    right.set(xlabel="step", ylabel="step time (µs)", yscale="log",
+              title="step time: simulated vs measured")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"{_describe(a)}\nlargest weight difference "
+                 f"{max_weight_difference(a, b):.2e}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="simdist compare", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: simdist run mirrored --result sim.json; realdist run mirrored "
+               "--result real.json; simdist compare sim.json real.json -o compare.png")
+    parser.add_argument("first", help="a RunResult JSON (e.g. from simdist run ... --result)")
+    parser.add_argument("second", help="another one (e.g. from realdist run ... --result)")
+    parser.add_argument("-o", "--output", metavar="PNG", help="also draw the comparison here")
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        a, b = RunResult.load(args.first), RunResult.load(args.second)
+        print(format_comparison(a, b))
+        if args.output:
+            print(f"figure: {plot_comparison(a, b, args.output)}")
+    except SimdistError as error:
+        print(f"simdist compare: error: {error}", file=sys.stderr)
+        return 2
+    return 0 if max_weight_difference(a, b) <= PARITY_TOLERANCE else 1

@@ -1,0 +1,417 @@
+"""tf.distribute's synchronous strategies on a simulated task.
+
+A strategy object lives in one simulated task's program (``ctx``), as in a TF script:
+
+    strategy = MirroredStrategy(ctx)                  # one replica per device of this task
+    with strategy.scope():
+        variables = strategy.variables(model.init(seed))
+    for batch in strategy.experimental_distribute_dataset(global_batches):
+        out = yield from strategy.run(step_fn, args=(batch, variables), flops=...)
+        grads = yield from strategy.extended.batch_reduce_to(ReduceOp.SUM, out_grads)
+
+``run`` calls ``fn`` once per local replica on that replica's components (real numpy values)
+and charges ``flops`` to each replica's device in parallel; ``batch_reduce_to`` all-reduces
+with the strategy's cross-device ops over every replica (of every worker, for
+MultiWorkerMirroredStrategy); ``update`` applies an update to every copy of a variable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import numpy as np
+
+from ..cluster import TFConfig
+from ..collectives import ReduceOp
+from ..context import HOST
+from ..data import split_bounds, split_global_batch
+from ..errors import InvalidArgumentError
+from .cross_device_ops import (CROSS_DEVICE_OPS, CollectiveAllReduce, CommunicationOptions,
+                               CrossDeviceOps, choose_the_best)
+from .values import Mirrored, MirroredVariable, PerReplica, local_value, regroup
+
+
+class InputContext:
+    """``tf.distribute.InputContext``: what an input function needs to shard its data."""
+
+    def __init__(self, num_input_pipelines: int, input_pipeline_id: int,
+                 num_replicas_in_sync: int):
+        self.num_input_pipelines = num_input_pipelines
+        self.input_pipeline_id = input_pipeline_id
+        self.num_replicas_in_sync = num_replicas_in_sync
+
+    def get_per_replica_batch_size(self, global_batch_size: int) -> int:
+        if global_batch_size % self.num_replicas_in_sync:
+            raise InvalidArgumentError(
+                f"the global batch size {global_batch_size} is not divisible by "
+                f"num_replicas_in_sync {self.num_replicas_in_sync}")
+        return global_batch_size // self.num_replicas_in_sync
+
+
+class Strategy:
+    """The default strategy (``tf.distribute.get_strategy()``): no distribution, one replica
+    on this task's first device."""
+
+    def __init__(self, ctx, devices=(0,)):
+        self.ctx = ctx
+        self._devices = [self._device_index(d) for d in devices]
+        if not self._devices:
+            raise InvalidArgumentError(f"{type(self).__name__} needs at least one device")
+        if len(set(self._devices)) != len(self._devices):
+            raise InvalidArgumentError(f"{type(self).__name__}: devices {list(devices)} "
+                                       "name a device twice")
+        self.extended = self  # TF's StrategyExtended methods live on the strategy here
+        self._in_scope = False
+
+    def _device_index(self, device) -> int:
+        """A device index from an int or a TF device string ("/gpu:1", "/device:CPU:0")."""
+        if isinstance(device, (int, np.integer)) and not isinstance(device, bool):
+            self.ctx.device(int(device))  # checks the range
+            return int(device)
+        from ..cluster import DeviceSpec
+
+        spec = DeviceSpec.from_string(str(device))
+        kind = self.ctx.hardware.device.device_type
+        if spec.device_type is not None and spec.device_type != kind:
+            raise InvalidArgumentError(
+                f"device {device!r} is a {spec.device_type}, but the tasks of hardware profile "
+                f"'{self.ctx.hardware.system.name}' have {kind} devices "
+                f"(/{kind.lower()}:0 .. /{kind.lower()}:{self.ctx.hardware.layout.devices_per_task - 1})")
+        index = 0 if spec.device_index is None else spec.device_index
+        self.ctx.device(index)  # unknown device: a clear error
+        return index
+
+    # -- what the strategy is -----------------------------------------------------------------
+
+    @property
+    def num_replicas_in_sync(self) -> int:
+        return len(self._devices) * self._num_workers()
+
+    def _num_workers(self) -> int:
+        return 1
+
+    def _worker_index(self) -> int:
+        return 0
+
+    @property
+    def worker_devices(self) -> tuple[str, ...]:
+        """This task's replica devices as TF device strings."""
+        return tuple(self.ctx.device(d) for d in self._devices)
+
+    def _members(self) -> list:
+        """Every replica of the strategy as a collective member (task, device)."""
+        return [(self.ctx.name, d) for d in self._devices]
+
+    def _cross_device_ops(self) -> CrossDeviceOps:
+        return choose_the_best(self.ctx)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(replicas={self.num_replicas_in_sync}, "
+                f"devices={list(self.worker_devices)})")
+
+    # -- variables ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def scope(self):
+        """``strategy.scope()``: variables made inside are distributed by this strategy."""
+        self._in_scope = True
+        try:
+            yield self
+        finally:
+            self._in_scope = False
+
+    def variables(self, initial: dict) -> dict[str, MirroredVariable]:
+        """Variables from initial values: a copy on every replica's device."""
+        if not self._in_scope:
+            raise InvalidArgumentError(f"create variables inside `with strategy.scope():` "
+                                       f"so that {type(self).__name__} can place them")
+        return {name: MirroredVariable(name, [value] * len(self._devices),
+                                       [self.ctx.device(d) for d in self._devices])
+                for name, value in initial.items()}
+
+    # -- input ----------------------------------------------------------------------------------
+
+    def experimental_distribute_dataset(self, batches):
+        """Each global batch (x, y) cut into per-replica batches as TF does
+        (``simdist.data.split_global_batch``); yields ``PerReplica`` (x, y) pairs, with the
+        global batch size of the step as ``.global_batch_size``."""
+        workers, me, local = self._num_workers(), self._worker_index(), len(self._devices)
+        for x, y in batches:
+            bounds = split_bounds(len(x), workers * local)
+            # sub-batch j goes to worker j % W, local replica j // W (rebatch, then shard)
+            mine = [bounds[r * workers + me] for r in range(local)]
+            batch = (PerReplica(x[a:b] for a, b in mine), PerReplica(y[a:b] for a, b in mine))
+            yield DistributedBatch(batch, len(x))
+
+    def distribute_datasets_from_function(self, dataset_fn):
+        """``dataset_fn(InputContext)`` returns this worker's iterable of per-replica batches
+        (x, y); consecutive elements go to the local replicas in turn."""
+        ictx = InputContext(self._num_workers(), self._worker_index(), self.num_replicas_in_sync)
+        it = iter(dataset_fn(ictx))
+        local = len(self._devices)
+        while True:
+            parts = []
+            for _ in range(local):
+                try:
+                    parts.append(next(it))
+                except StopIteration:
+                    return
+            batch = (PerReplica(p[0] for p in parts), PerReplica(p[1] for p in parts))
+            yield DistributedBatch(batch, sum(len(p[0]) for p in parts) * self._num_workers())
+
+    # -- running and reducing -------------------------------------------------------------------
+
+    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step"):
+        """``strategy.run``: ``fn`` on every local replica (``yield from``), returning its
+        outputs as ``PerReplica`` values. ``flops`` (a number, or a function of the replica
+        index) is charged to each replica's device; replicas run in parallel."""
+        kwargs = kwargs or {}
+        outputs, events = [], []
+        for r, device in enumerate(self._devices):
+            outputs.append(fn(*local_value(args, r), **local_value(kwargs, r)))
+            cost = flops(r) if callable(flops) else flops
+            events.append(self.ctx.compute(name, flops=cost, nbytes=nbytes, device=device,
+                                           replica=r))
+        yield self.ctx.env.all_of(events)
+        return regroup(outputs)
+
+    def batch_reduce_to(self, op, values):
+        """All-reduce a structure of ``PerReplica`` tensors over every replica (``yield
+        from``); returns the same structure of ``Mirrored`` values."""
+        op = ReduceOp.parse(op)
+        flat, rebuild = _flatten(values)
+        ops = self._cross_device_ops()
+        ops.check_devices(self.ctx)
+        members = self._members()
+        procs = []
+        for r, device in enumerate(self._devices):
+            tensors = [v.values[r] for v in flat]
+            procs.append(self.ctx.process(ops.batch_all_reduce(self.ctx, members, tensors,
+                                                               device, op),
+                                          name=f"all-reduce replica {r}"))
+        yield self.ctx.env.all_of(procs)
+        per_replica = [p.value for p in procs]
+        return rebuild([Mirrored(per_replica[r][i] for r in range(len(self._devices)))
+                        for i in range(len(flat))])
+
+    def reduce(self, op, value, axis=None):
+        """``strategy.reduce``: one value from every replica's (``yield from``). With
+        ``axis``, each replica first reduces its value along that axis (MEAN divides by the
+        total count over all replicas)."""
+        op = ReduceOp.parse(op)
+        local = [np.asarray(v) for v in _components(value, len(self._devices))]
+        count = None
+        if axis is not None:
+            if op is ReduceOp.MEAN:
+                count = PerReplica(np.array([v.shape[axis]], np.float64) for v in local)
+                local = [v.sum(axis=axis) for v in local]
+            else:
+                fn = {ReduceOp.SUM: np.sum, ReduceOp.MAX: np.max, ReduceOp.MIN: np.min}[op]
+                local = [fn(v, axis=axis) for v in local]
+        inner = ReduceOp.SUM if op is ReduceOp.MEAN and axis is not None else op
+        total = yield from self.batch_reduce_to(inner, [PerReplica(local)])
+        result = total[0].values[0]
+        if count is not None:
+            n = yield from self.batch_reduce_to(ReduceOp.SUM, [count])
+            result = result / n[0].values[0][0]
+        return result
+
+    def update(self, variables: dict, grads: dict, fn, name="update"):
+        """Apply ``fn(var_copy, grad) -> new value`` to every copy of every variable, each
+        copy on its replica's device (``yield from``)."""
+        events = []
+        for r, device in enumerate(self._devices):
+            nbytes = 0
+            for k, var in variables.items():
+                new = list(var.values)
+                new[r] = fn(var.values[r], grads[k].values[r])
+                var.assign_each(new)
+                nbytes += 3 * var.values[r].nbytes  # read var and grad, write var
+            flops = sum(2 * var.values[r].size for var in variables.values())
+            events.append(self.ctx.compute(name, flops=flops, nbytes=nbytes, device=device,
+                                           replica=r))
+        yield self.ctx.env.all_of(events)
+
+    def experimental_local_results(self, value) -> tuple:
+        return value.values if isinstance(value, PerReplica) else (value,)
+
+
+class OneDeviceStrategy(Strategy):
+    """``tf.distribute.OneDeviceStrategy(device)``: everything on one chosen device."""
+
+    def __init__(self, ctx, device=0):
+        super().__init__(ctx, [device])
+
+
+class MirroredStrategy(Strategy):
+    """``tf.distribute.MirroredStrategy(devices, cross_device_ops)``: one replica per device of
+    this task (default: all of them), variables mirrored, gradients all-reduced."""
+
+    def __init__(self, ctx, devices=None, cross_device_ops: CrossDeviceOps | None = None):
+        if devices is None:
+            devices = range(ctx.hardware.layout.devices_per_task)
+        super().__init__(ctx, list(devices))
+        if cross_device_ops is not None and not isinstance(cross_device_ops, CrossDeviceOps):
+            raise InvalidArgumentError(
+                f"cross_device_ops must be one of NcclAllReduce(), "
+                f"HierarchicalCopyAllReduce(), ReductionToOneDevice(), got {cross_device_ops!r}")
+        self.cross_device_ops = cross_device_ops or choose_the_best(ctx)
+
+    def _cross_device_ops(self):
+        return self.cross_device_ops
+
+
+class CentralStorageStrategy(Strategy):
+    """``tf.distribute.experimental.CentralStorageStrategy``: the variables live once, on the
+    host CPU; every step each replica device reads them from the host and sends its gradient
+    back, and the host adds the gradients and updates the variables. The bytes crossing the
+    host link per step, 2 x replicas x model bytes, show in the trace."""
+
+    def variables(self, initial):
+        if not self._in_scope:
+            raise InvalidArgumentError("create variables inside `with strategy.scope():` so "
+                                       "that CentralStorageStrategy can place them")
+        return {name: MirroredVariable(name, [value], [f"{self.ctx.device(0).rsplit('/', 1)[0]}"
+                                                       f"/device:CPU:0 ({HOST})"])
+                for name, value in initial.items()}
+
+    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step"):
+        variables = [a for a in _walk(args) if isinstance(a, MirroredVariable)]
+        size = sum(v.numpy().nbytes for v in variables)
+        yield from self._host_to_devices(size, "read variables")
+        return (yield from super().run(fn, args, kwargs, flops, nbytes, name))
+
+    def _host_to_devices(self, nbytes, tag):
+        recvs = []
+        for device in self._devices:
+            self.ctx.send(self.ctx.task, tag, _phantom(nbytes), device=None, dst_device=device)
+            recvs.append(self.ctx.recv(self.ctx.task, tag, src_device=None, device=device))
+        yield self.ctx.env.all_of(recvs)
+
+    def batch_reduce_to(self, op, values):
+        """The replicas' gradients go to the host, which reduces them (and keeps the one
+        result: every replica reads the variables from the host next step)."""
+        op = ReduceOp.parse(op)
+        flat, rebuild = _flatten(values)
+        tag = f"gradients#{self.ctx.next_instance('central-storage')}"
+        for r, device in enumerate(self._devices):
+            self.ctx.send(self.ctx.task, tag, [v.values[r] for v in flat], device=device,
+                          dst_device=None)
+        got = []
+        for device in self._devices:
+            msg = yield self.ctx.recv(self.ctx.task, tag, src_device=device, device=None)
+            got.append(msg.payload)
+        out = []
+        for i in range(len(flat)):
+            acc = got[0][i]
+            for g in got[1:]:
+                acc = op.combine(acc, g[i])
+            out.append(Mirrored([op.finalize(acc, len(got))]))
+        return rebuild(out)
+
+    def update(self, variables, grads, fn, name="update"):
+        """The host updates the one copy of each variable."""
+        nbytes = flops = 0
+        for k, var in variables.items():
+            var.assign_each([fn(var.values[0], grads[k].values[0])])
+            nbytes += 3 * var.values[0].nbytes
+            flops += 2 * var.values[0].size
+        duration = self.ctx.hardware.device.compute_time_ns(flops, nbytes)
+        self.ctx.span(HOST, name, "compute", self.ctx.now, duration, flops=flops)
+        yield self.ctx.timeout(duration)
+
+
+class MultiWorkerMirroredStrategy(Strategy):
+    """``tf.distribute.MultiWorkerMirroredStrategy``: MirroredStrategy on every worker task,
+    the all-reduce spanning all replicas of all workers. The cluster and this task's role come
+    from ``TF_CONFIG`` (a JSON string or dict; default: the one simdist gives this task),
+    which must match the simulated cluster."""
+
+    def __init__(self, ctx, communication_options: CommunicationOptions = CommunicationOptions(),
+                 tf_config=None, devices=None):
+        if tf_config is None:
+            config = TFConfig(ctx.cluster, ctx.task_type, ctx.task_id)
+        else:
+            config = TFConfig.from_json(tf_config if isinstance(tf_config, str)
+                                        else json.dumps(tf_config))
+        if config.cluster != ctx.cluster or (config.task_type, config.task_id) != (
+                ctx.task_type, ctx.task_id):
+            raise InvalidArgumentError(
+                f"TF_CONFIG does not match the cluster this task runs in: it says cluster "
+                f"{config.cluster.as_dict()} and task {config.task_type}:{config.task_id}, "
+                f"but this is {ctx.name} of {ctx.cluster.as_dict()}")
+        if ctx.task_type != "worker" or "worker" not in ctx.cluster.jobs:
+            raise InvalidArgumentError(
+                f"MultiWorkerMirroredStrategy runs on worker tasks; {ctx.name} is not one")
+        self.tf_config = config
+        if devices is None:
+            devices = range(ctx.hardware.layout.devices_per_task)
+        super().__init__(ctx, list(devices))
+        self.cross_device_ops = CollectiveAllReduce(communication_options)
+
+    def _num_workers(self):
+        return self.ctx.cluster.num_tasks("worker")
+
+    def _worker_index(self):
+        return self.ctx.task_id
+
+    def _members(self):
+        return [(f"worker:{w}", d) for w in range(self._num_workers()) for d in self._devices]
+
+    def _cross_device_ops(self):
+        return self.cross_device_ops
+
+
+class DistributedBatch(tuple):
+    """One step's per-replica batch (x, y) and the size of the global batch it came from."""
+
+    def __new__(cls, pair, global_batch_size: int):
+        obj = super().__new__(cls, pair)
+        obj.global_batch_size = global_batch_size
+        return obj
+
+
+def compute_average_loss(per_example_loss, global_batch_size: int):
+    """``tf.nn.compute_average_loss``: sum of this replica's losses / the global batch size,
+    so that summing the replicas' values gives the global mean."""
+    if global_batch_size < 1:
+        raise InvalidArgumentError(f"global_batch_size must be >= 1, got {global_batch_size}")
+    return np.float32(np.sum(per_example_loss, dtype=np.float32) / np.float32(global_batch_size))
+
+
+def _components(value, n):
+    if isinstance(value, PerReplica):
+        return list(value.values) if len(value.values) == n else [value.values[0]] * n
+    return [value] * n
+
+
+def _walk(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _walk(v)
+    elif isinstance(value, (list, tuple)) and not isinstance(value, PerReplica):
+        for v in value:
+            yield from _walk(v)
+    else:
+        yield value
+
+
+def _flatten(values):
+    """A dict or list of PerReplica values as a list, and the function that rebuilds it."""
+    if isinstance(values, dict):
+        keys = list(values)
+        return [values[k] for k in keys], lambda flat: dict(zip(keys, flat))
+    values = list(values)
+    return values, list
+
+
+def _phantom(nbytes):
+    from ..comm import Phantom
+
+    return Phantom(nbytes)
+
+
+__all__ = ["CentralStorageStrategy", "DistributedBatch", "InputContext", "MirroredStrategy",
+           "MultiWorkerMirroredStrategy", "OneDeviceStrategy", "Strategy", "compute_average_loss",
+           "split_global_batch"]

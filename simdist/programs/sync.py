@@ -1,0 +1,49 @@
+"""Synchronous data-parallel training with a tf.distribute strategy, one program per strategy:
+``simdist run mirrored --replicas 4``, ``simdist run multi_worker_mirrored --workers 2`` ...
+The options are the exercise's (``Exercise.add_arguments``), the same as ``realdist run``'s;
+``--result FILE`` writes the ``RunResult`` for ``simdist compare``."""
+
+from __future__ import annotations
+
+from ..exercises import STRATEGIES, Exercise
+from . import Program
+
+SUMMARIES = {
+    "default": "the default strategy: one replica, no distribution",
+    "one_device": "OneDeviceStrategy: every op on one device",
+    "mirrored": "MirroredStrategy: a replica per device of one machine, all-reduce",
+    "central_storage": "CentralStorageStrategy: variables on the host CPU, compute on devices",
+    "multi_worker_mirrored": "MultiWorkerMirroredStrategy: replicas on several workers",
+}
+
+
+def _exercise(strategy: str, args) -> Exercise:
+    return Exercise.from_args(strategy, args, seed=args.seed, hardware=args.profile or "cpu")
+
+
+def make_program(strategy: str) -> Program:
+    from ..distribute.exercise import cluster_and_layout, to_run_result, train
+
+    def setup(args):
+        exercise = _exercise(strategy, args)
+        exercise.build()  # model/dataset mismatches before anything runs
+        return cluster_and_layout(exercise)
+
+    def main(ctx, args):
+        return train(ctx, _exercise(strategy, args))
+
+    def report(result, hardware, args) -> str:
+        from ..compare import format_run
+
+        run = to_run_result(_exercise(strategy, args), result, hardware)
+        text = "\n" + format_run(run)
+        if args.result:
+            text += f"\nresult:   {run.save(args.result)}  (simdist compare it with a realdist run)"
+        return text
+
+    return Program(name=strategy, summary=SUMMARIES[strategy], setup=setup, main=main,
+                   add_arguments=Exercise.add_arguments, report=report)
+
+
+DEFAULT, ONE_DEVICE, MIRRORED, CENTRAL_STORAGE, MULTI_WORKER_MIRRORED = (
+    make_program(s) for s in STRATEGIES)
