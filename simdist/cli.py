@@ -143,7 +143,8 @@ def cmd_run(args) -> int:
     try:
         result = simulate(cluster, lambda ctx: program.main(ctx, args), hardware=hardware,
                           seed=args.seed, transport=transport,
-                          trace=bool(args.trace or args.timeline or not args.quiet),
+                          trace=bool(args.trace or args.timeline or not args.quiet
+                                     or getattr(args, "result", None)),
                           metadata={"program": program.name})
     except SimulationDeadlock as error:
         if rank == 0:
@@ -155,10 +156,11 @@ def cmd_run(args) -> int:
     print(f"simdist: {program.name} on {len(result.returns)} tasks ({where}), "
           f"system '{hardware.system.name}': {result.events} events, {result.messages} "
           f"messages, simulated time {result.end_time} ns")
+    report = program.report(result, hardware, args) if program.report else None
     if not args.quiet:
         print(format_summary(summarize(result.trace), result.end_time))
-        if program.report:
-            print(program.report(result, hardware, args))
+        if report:
+            print(report)
     if args.trace:
         print(f"trace:    {result.trace.save(args.trace)}  (open in https://ui.perfetto.dev)")
     if args.timeline:

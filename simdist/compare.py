@@ -43,15 +43,13 @@ def format_run(run: RunResult) -> str:
 
 
 def check_same_exercise(a: RunResult, b: RunResult) -> None:
-    """Both runs must train the same thing: the same model, data, batches and steps on the
-    same number of replicas (the strategy, cluster shape and hardware may differ: every
-    synchronous strategy does the same SGD)."""
+    """Both runs must train the same thing: the same model, data, batches and steps (the
+    strategy, the number of replicas and the hardware may differ: every synchronous strategy
+    does the same SGD on the same global batches)."""
     ea, eb = a.exercise.to_dict(), b.exercise.to_dict()
     how = {"strategy", "workers", "devices_per_worker", "hardware", "cross_device_ops",
            "communication"}
     diff = {k: (ea[k], eb[k]) for k in ea if k not in how and ea[k] != eb[k]}
-    if a.exercise.num_replicas != b.exercise.num_replicas:
-        diff["replicas"] = (a.exercise.num_replicas, b.exercise.num_replicas)
     if diff:
         raise SimdistError("the two runs are not the same exercise: "
                            + ", ".join(f"{k} = {x!r} vs {y!r}" for k, (x, y) in diff.items()))
@@ -81,10 +79,15 @@ def format_comparison(a: RunResult, b: RunResult) -> str:
                   f"{PARITY_TOLERANCE:g})"]
     ma, mb = _median(a.step_times_ns), _median(b.step_times_ns)
     if ma and mb:
-        lines.append(f"median step time: {a.source} {format_ns(ma)}, {b.source} "
-                     f"{format_ns(mb)} (ratio {mb / ma:.2f}; {a.source} models the hardware "
-                     f"profile '{a.exercise.hardware}', {b.source} measured this machine)")
+        lines.append(f"median step time: {a.source} {format_ns(ma)} ({_timing(a)}), "
+                     f"{b.source} {format_ns(mb)} ({_timing(b)}): ratio {mb / ma:.2f}")
     return "\n".join(lines)
+
+
+def _timing(run: RunResult) -> str:
+    if run.source == "simdist":
+        return f"simulated on hardware profile '{run.exercise.hardware}'"
+    return "measured wall clock"
 
 
 def _median(times) -> int:
@@ -100,9 +103,10 @@ def plot_comparison(a: RunResult, b: RunResult, path) -> str:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for run, style in ((a, dict(marker="o", lw=2)), (b, dict(marker="x", ls="--"))):
-        left.plot(range(len(run.losses)), run.losses, label=run.source, **style)
+        label = f"{run.source}: {run.exercise.strategy}"
+        left.plot(range(len(run.losses)), run.losses, label=label, **style)
         right.plot(range(len(run.step_times_ns)), np.array(run.step_times_ns) / 1e3,
-                   label=run.source, **style)
+                   label=label, **style)
     left.set(xlabel="step", ylabel="global-batch mean loss", title="loss per step")
     right.set(xlabel="step", ylabel="step time (µs)", yscale="log",
               title="step time: simulated vs measured")

@@ -34,14 +34,15 @@ def glorot_uniform(rng: np.random.Generator, shape: tuple) -> np.ndarray:
 
 
 def _softmax_xent(logits, labels):
-    """Per-example sparse softmax cross-entropy and d(loss)/d(logits) (stable, float32)."""
+    """Per-example sparse softmax cross-entropy and d(loss)/d(logits) (stable; in the logits'
+    dtype, float32 in training)."""
     shifted = logits - logits.max(axis=1, keepdims=True)
     exp = np.exp(shifted)
     total = exp.sum(axis=1, keepdims=True)
     loss = np.log(total[:, 0]) - shifted[np.arange(len(labels)), labels]
     dlogits = exp / total
     dlogits[np.arange(len(labels)), labels] -= 1
-    return loss.astype(DTYPE), dlogits.astype(DTYPE)
+    return loss.astype(logits.dtype), dlogits.astype(logits.dtype)
 
 
 class Model:
