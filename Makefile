@@ -12,7 +12,7 @@ MPIEXEC ?= $(BIN)/mpiexec
 MPIFLAGS ?= $(shell $(MPIEXEC) --version 2>/dev/null | grep -q "Open MPI" && \
 	echo --oversubscribe $$( [ "$$(id -u)" = 0 ] && echo --allow-run-as-root))
 
-.PHONY: demo test bench clean
+.PHONY: demo demo-token-ring test bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "DistLab needs Python 3.10 or newer, found " + sys.version.split()[0]'
@@ -21,7 +21,23 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --progress-bar on -e ".[dev]"
 	@touch $@
 
+# The flagship exercise: 4 replicas of synchronous SGD, simulated (4 workers, one MPI rank
+# each) and on real TensorFlow (MirroredStrategy on 4 logical CPUs), then side by side.
 demo: $(STAMP)
+	@mkdir -p out
+	@echo "== [1/3] simdist: MultiWorkerMirroredStrategy, 4 simulated workers, mpiexec -n 4"
+	$(MPIEXEC) $(MPIFLAGS) -n 4 $(BIN)/python -m mpi4py -m simdist run multi_worker_mirrored \
+		--workers 4 --replicas 1 --result out/sim.json --trace out/sim_trace.json \
+		--timeline out/sim_timeline.png --quiet
+	@echo "== [2/3] realdist: MirroredStrategy on 4 logical CPUs (real TensorFlow)"
+	$(BIN)/realdist run mirrored --replicas 4 --result out/real.json --trace out/real_trace.json
+	@echo "== [3/3] simulated vs real"
+	$(BIN)/simdist compare out/sim.json out/real.json -o out/compare.png
+	@echo "files: out/sim_trace.json, out/real_trace.json (open in https://ui.perfetto.dev),"
+	@echo "       out/sim_timeline.png, out/compare.png"
+
+# The first demo: a token around 4 tasks on 2 machines (latency, bandwidth, a NIC queue).
+demo-token-ring: $(STAMP)
 	@mkdir -p out
 	$(MPIEXEC) $(MPIFLAGS) -n 2 $(BIN)/python -m mpi4py -m simdist run token_ring \
 		--trace out/token_ring.json --timeline out/token_ring.png
