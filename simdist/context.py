@@ -12,7 +12,7 @@ from collections import deque
 
 import numpy as np
 
-from .cluster import ClusterSpec, TaskId, UnknownTaskError, chief_task
+from .cluster import ClusterSpec, ClusterSpecError, TaskId, UnknownTaskError, chief_task
 from .comm import Message, Phantom, describe_payload, payload_nbytes, rebuild_payload
 from .core import DELIVERY, PENDING, Environment, Event, Timeout
 from .devices import Hardware
@@ -39,7 +39,10 @@ class TaskContext:
         self.tracer = tracer
         self.seed = seed
         self.rng = np.random.default_rng([seed, self.order])
-        self.is_chief = task == chief_task(cluster)
+        try:
+            self.is_chief = task == chief_task(cluster)
+        except ClusterSpecError:  # a cluster without a chief, e.g. {"localhost": 1}
+            self.is_chief = False
         self._tasks = cluster.tasks()
         self._names = [t.name for t in self._tasks]
         self._orders: dict = {}

@@ -1,0 +1,85 @@
+"""Models tf.compat.v1.ConfigProto and GPUOptions: the options a session or server starts with.
+
+Only the options the course uses: placement (``log_device_placement``,
+``allow_soft_placement``), devices (``device_count``), thread pools
+(``inter_op_parallelism_threads``, ``intra_op_parallelism_threads``) and GPU memory
+(``gpu_options``: ``per_process_gpu_memory_fraction``, ``allow_growth``,
+``visible_device_list``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InvalidArgumentError
+
+
+@dataclass
+class GPUOptions:
+    """tf.compat.v1.GPUOptions. By default a process takes (almost) all of each GPU it sees."""
+
+    per_process_gpu_memory_fraction: float = 0.0  # 0: all of the free memory (TF's default)
+    allow_growth: bool = False  # take memory as tensors need it instead of all at start
+    visible_device_list: str = ""  # "1,0": physical GPU 1 becomes GPU:0, GPU 0 becomes GPU:1
+
+    def __post_init__(self):
+        fraction = self.per_process_gpu_memory_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
+                or not 0 <= fraction <= 1:
+            raise InvalidArgumentError(
+                f"per_process_gpu_memory_fraction {fraction!r} must be a number in [0, 1] "
+                "(0 means: take all the memory)")
+        if not isinstance(self.visible_device_list, str):
+            raise InvalidArgumentError(
+                f"visible_device_list {self.visible_device_list!r} must be a string such as "
+                "'0,1'")
+
+    def visible(self, num_gpus: int) -> list[int]:
+        """The physical GPU of each visible GPU, in the order this process numbers them."""
+        if not self.visible_device_list:
+            return list(range(num_gpus))
+        result = []
+        for part in self.visible_device_list.split(","):
+            part = part.strip()
+            if not part.isdigit() or int(part) >= num_gpus or int(part) in result:
+                raise InvalidArgumentError(
+                    f"'visible_device_list' listed an invalid GPU id {part!r} in "
+                    f"{self.visible_device_list!r}: the machine has {num_gpus} GPU(s), "
+                    f"ids 0..{num_gpus - 1}, each listed at most once")
+            result.append(int(part))
+        return result
+
+
+@dataclass
+class ConfigProto:
+    """tf.compat.v1.ConfigProto.
+
+    ``device_count`` caps the devices of a type a process uses, as in TF; in simdist it also
+    *creates* the simulated CPU devices ({"CPU": 2} gives /device:CPU:0 and /device:CPU:1,
+    like TF's logical CPU devices) and, for a Session without a Machine, the GPUs.
+    ``inter_op_parallelism_threads``: how many ops of one task run at once (0: one per core);
+    ``intra_op_parallelism_threads``: how many cores one CPU op uses (0: all cores).
+    """
+
+    device_count: dict = field(default_factory=dict)
+    log_device_placement: bool = False
+    allow_soft_placement: bool = False
+    inter_op_parallelism_threads: int = 0
+    intra_op_parallelism_threads: int = 0
+    gpu_options: GPUOptions = field(default_factory=GPUOptions)
+    operation_timeout_in_ms: int = 0
+
+    def __post_init__(self):
+        for key, value in self.device_count.items():
+            if key not in ("CPU", "GPU") or isinstance(value, bool) or not isinstance(
+                    value, int) or value < 0:
+                raise InvalidArgumentError(
+                    f"device_count {{{key!r}: {value!r}}}: expected 'CPU' or 'GPU' mapped to "
+                    "an int >= 0")
+        for name in ("inter_op_parallelism_threads", "intra_op_parallelism_threads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidArgumentError(f"{name} {value!r} must be an int >= 0 "
+                                           "(0: one thread per core)")
+        if isinstance(self.gpu_options, dict):
+            self.gpu_options = GPUOptions(**self.gpu_options)

@@ -1,0 +1,292 @@
+"""Models TF's executor: runs the placed subgraph of one ``Session.run`` in simulated time.
+
+Every op is a process on its task: it waits for its inputs and control inputs, takes a
+thread of the task's inter-op pool, runs its numpy kernel, and occupies its device's stream
+for the time the roofline cost model gives (one op at a time per device; a CPU op is spread
+over the intra-op threads). Every edge between two devices is a Send/Recv pair: inside a
+task over the machine's link (PCIe for a GPU, shared memory between CPU devices), between
+tasks over the network with ``ctx.send`` / ``ctx.recv``. Both appear in the trace.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from ..cluster import ClusterSpec, DeviceSpec
+from ..comm import Phantom
+from ..devices import Hardware, HardwareCatalog, Layout
+from ..simulation import simulate
+from .graph import Tensor
+from .registry import op_def
+from .variables import REF_INPUT_OPS, Ref
+
+
+class Pool:
+    """A thread pool of ``size`` threads: ``acquire()`` is an event, FIFO when all are busy."""
+
+    def __init__(self, env, size: int):
+        self.env, self.free, self.waiters = env, size, deque()
+
+    def acquire(self):
+        event = self.env.event(desc="inter-op thread")
+        if self.free:
+            self.free -= 1
+            event.succeed()
+        else:
+            self.waiters.append(event)
+        return event
+
+    def release(self):
+        if self.waiters:
+            self.waiters.popleft().succeed()
+        else:
+            self.free += 1
+
+
+def _lane(device: str) -> str:
+    spec = DeviceSpec.from_string(device)
+    return f"{spec.device_type}:{spec.device_index}"
+
+
+def _task(device: str) -> str:
+    spec = DeviceSpec.from_string(device)
+    return f"{spec.job}:{spec.task}"
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, Ref):
+        return value.nbytes
+    return 0
+
+
+class RunResult:
+    """What one simulated run gives: values by tensor, the trace, the end time, the memory."""
+
+    def __init__(self, values, trace, end_time, peak_memory):
+        self.values, self.trace, self.end_time = values, trace, end_time
+        self.peak_memory = peak_memory
+
+
+class Executor:
+    """Runs ``ops`` (topologically sorted, all placed) once, as a simulation."""
+
+    def __init__(self, ops, placement, runtimes, feeds, fetches, hardware: Hardware | None = None,
+                 seed: int = 0):
+        self.ops, self.placement, self.runtimes = ops, placement, runtimes
+        self.feeds, self.fetches = feeds, fetches
+        self.hardware = hardware or Hardware.from_catalog(
+            HardwareCatalog.default(), "cpu", Layout(tasks_per_machine=1))
+        self.seed = seed
+        self.tags: dict = {}
+
+    def run(self) -> RunResult:
+        jobs: dict = {}
+        for name in self.runtimes:
+            job, index = name.split(":")
+            jobs.setdefault(job, {})[int(index)] = f"sim:{name}"
+        cluster = ClusterSpec(jobs)
+        self.values: dict = {}
+        self.state = None
+        result = simulate(cluster, self._main, hardware=self.hardware, seed=self.seed)
+        values = {t: self._value_of(t) for t in self.fetches}
+        peak = {d: a.peak for rt in self.runtimes.values() for d, a in rt.allocators.items()}
+        return RunResult(values, result.trace, result.end_time, peak)
+
+    def _value_of(self, tensor):
+        if tensor in self.feeds:
+            return self.feeds[tensor]
+        value = self.values[(tensor, self.placement[tensor.op])]
+        return value.read(tensor.op) if isinstance(value, Ref) else value
+
+    # -- the simulated program of every task ------------------------------------------------
+
+    def _setup(self, env):
+        self.done = {op: env.event(desc=f"op {op.name}") for op in self.ops}
+        self.arrived: dict = {}
+        self.pools = {name: Pool(env, rt.inter_op_threads()) for name, rt in self.runtimes.items()}
+        self.device_free: dict = {}
+        self.port_free: dict = {}
+        self.pending_uses: dict = {}
+        needed = set(self.ops)
+        self.remote_in: dict = {name: [] for name in self.runtimes}
+        for op in self.ops:
+            device = self.placement[op]
+            for t in op.inputs:
+                if t in self.feeds:
+                    continue
+                src = self.placement[t.op]
+                key = (t, src)
+                self.pending_uses[key] = self.pending_uses.get(key, 0) + 1
+                if src != device and (t, device) not in self.arrived:
+                    self.arrived[(t, device)] = env.event(desc=f"Recv {t.name} on {device}")
+                    if _task(src) != _task(device):
+                        self.remote_in[_task(device)].append((t, src, device))
+            for c in op.control_inputs:
+                if c in needed and _task(self.placement[c]) != _task(device) \
+                        and (c, _task(device)) not in self.arrived:
+                    self.arrived[(c, _task(device))] = env.event(desc=f"control {c.name}")
+                    self.remote_in[_task(device)].append((c, self.placement[c], device))
+        self.state = env
+
+    def _main(self, ctx):
+        if self.state is None:
+            self._setup(ctx.env)
+        procs = [ctx.process(self._recv(ctx, item, src, dst), name=f"Recv {item.name}")
+                 for item, src, dst in self.remote_in[ctx.name]]
+        procs += [ctx.process(self._run_op(ctx, op), name=op.name) for op in self.ops
+                  if _task(self.placement[op]) == ctx.name]
+        if procs:
+            yield ctx.env.all_of(procs)
+        return None
+
+    def _tag(self, item, dst) -> str:
+        return f"{item.name} -> {dst}"
+
+    def _recv(self, ctx, item, src, dst):
+        is_tensor = isinstance(item, Tensor)
+        msg = yield ctx.recv(_task(src), self._tag(item, dst if is_tensor else _task(dst)))
+        if is_tensor:
+            value = msg.payload if not isinstance(msg.payload, Phantom) else \
+                self.values[(item, src)]
+            self.values[(item, dst)] = value
+            lane = _lane(dst) + " recv"
+            ctx.span(lane, f"Recv {item.name}", "recv", msg.sent_at, ctx.now - msg.sent_at,
+                     bytes=msg.nbytes, src=src)
+            self.arrived[(item, dst)].succeed()
+        else:
+            self.arrived[(item, _task(dst))].succeed()
+
+    def _run_op(self, ctx, op):
+        device = self.placement[op]
+        runtime = self.runtimes[ctx.name]
+        waits = []
+        for t in op.inputs:
+            if t in self.feeds:
+                continue
+            src = self.placement[t.op]
+            waits.append(self.done[t.op] if src == device else self.arrived[(t, device)])
+        for c in op.control_inputs:
+            if c not in self.done:
+                continue
+            same = _task(self.placement[c]) == ctx.name
+            waits.append(self.done[c] if same else self.arrived[(c, ctx.name)])
+        if waits:
+            yield ctx.env.all_of(waits)
+        pool = self.pools[ctx.name]
+        yield pool.acquire()
+        args = []
+        for t in op.inputs:
+            value = self.feeds[t] if t in self.feeds else self.values[(t, device)]
+            if isinstance(value, Ref) and op.type not in REF_INPUT_OPS:
+                value = value.read(op)
+            args.append(value)
+        definition = op_def(op.type)
+        outs = definition.compute(op, args, _Runtime(runtime))
+        allocator = runtime.allocators.get(device)
+        if allocator is not None:
+            self._allocate(op, outs, allocator)
+        flops = definition.flops(op, args, outs)
+        nbytes = sum(_nbytes(v) for v in list(args) + list(outs))
+        spec = DeviceSpec.from_string(device)
+        if spec.device_type == "GPU":
+            duration = runtime.machine.gpu_profile.compute_time_ns(flops, nbytes)
+        else:
+            threads = runtime.intra_op_threads()
+            duration = runtime.machine.cpu_profile.compute_time_ns(flops / threads,
+                                                                   nbytes // threads)
+        lane = _lane(device)
+        start = max(ctx.now, self.device_free.get((ctx.name, lane), 0))
+        self.device_free[(ctx.name, lane)] = start + duration
+        cat = "variable" if definition.stateful else "compute"
+        ctx.span(lane, op.name, cat, start, duration, type=op.type, flops=flops, bytes=nbytes)
+        yield ctx.timeout(start + duration - ctx.now)
+        pool.release()
+        for t, value in zip(op.outputs, outs):
+            self.values[(t, device)] = value
+        self._free_inputs(op, device, runtime)
+        self.done[op].succeed()
+        self._send_outputs(ctx, op, device)
+
+    def _allocate(self, op, outs, allocator):
+        for t, value in zip(op.outputs, outs):
+            if isinstance(value, np.ndarray):
+                allocator.allocate(value.nbytes, f"output {t.name}", value.shape, t.dtype.name)
+        if op.type in REF_INPUT_OPS and op.inputs:
+            ref = self.values.get((op.inputs[0], self.placement[op.inputs[0].op]))
+            persistent = allocator.__dict__.setdefault("persistent", {})
+            if isinstance(ref, Ref) and ref.key not in persistent:
+                value = ref.resources.lookup(ref.key)
+                if value is not None:
+                    allocator.allocate(value.nbytes, f"variable {ref.op.name}", value.shape,
+                                       str(value.dtype))
+                    persistent[ref.key] = value.nbytes
+
+    def _free_inputs(self, op, device, runtime):
+        for t in op.inputs:
+            if t in self.feeds:
+                continue
+            key = (t, self.placement[t.op])
+            self.pending_uses[key] -= 1
+            if self.pending_uses[key] == 0 and t not in self.fetches:
+                allocator = self.runtimes[_task(key[1])].allocators.get(key[1])
+                value = self.values.get(key)
+                if allocator is not None and isinstance(value, np.ndarray):
+                    allocator.free(value.nbytes)
+
+    def _send_outputs(self, ctx, op, device):
+        for t in op.outputs:
+            for dst in sorted({self.placement[c] for c in t.consumers_list
+                               if c in self.done and t not in self.feeds}):
+                if dst == device:
+                    continue
+                if _task(dst) == ctx.name:
+                    self._transfer_in_task(ctx, t, device, dst)
+                else:
+                    value = self.values[(t, device)]
+                    payload = value if isinstance(value, np.ndarray) else Phantom(_nbytes(value))
+                    ctx.send(_task(dst), self._tag(t, dst), payload)
+                    lane = _lane(device) + " send"
+                    ctx.span(lane, f"Send {t.name}", "send", ctx.now, 0, bytes=_nbytes(value),
+                             dst=dst)
+        for task in sorted({_task(self.placement[c]) for c in self.ops if op in c.control_inputs}):
+            if task != ctx.name:
+                ctx.send(task, self._tag(op, task), None)
+
+    def _transfer_in_task(self, ctx, tensor, src, dst):
+        runtime = self.runtimes[ctx.name]
+        gpu = "GPU" in src or "GPU" in dst
+        link = runtime.machine.gpu_link if gpu else runtime.machine.host_link
+        value = self.values[(tensor, src)]
+        nbytes = _nbytes(value)
+        start = max(ctx.now, self.port_free.get((ctx.name, src), 0))
+        ser = link.serialization_ns(nbytes)
+        self.port_free[(ctx.name, src)] = start + ser
+        arrival = start + link.latency_ns + ser
+        src_lane, dst_lane = _lane(src) + " send", _lane(dst) + " recv"
+        ctx.span(src_lane, f"Send {tensor.name}", "send", start, ser, bytes=nbytes,
+                 link=link.name, dst=dst)
+        ctx.span(dst_lane, f"Recv {tensor.name}", "recv", start, arrival - start, bytes=nbytes,
+                 link=link.name, src=src)
+        tag = self.tags.setdefault((tensor, dst), len(self.tags))
+        ctx.tracer.flow(ctx.name, (1 << 60) | tag, f"{tensor.name}", "message", ctx.name,
+                        src_lane, start, ctx.name, dst_lane, arrival, {"bytes": nbytes})
+
+        def deliver():
+            yield ctx.timeout(arrival - ctx.now)
+            self.values[(tensor, dst)] = value
+            self.arrived[(tensor, dst)].succeed()
+        ctx.process(deliver(), name=f"Recv {tensor.name}")
+
+
+class _Runtime:
+    """What a kernel may ask of the runtime: the resource manager of its op's task."""
+
+    def __init__(self, runtime):
+        self.runtime = runtime
+
+    def resources(self, op):
+        return self.runtime.resources

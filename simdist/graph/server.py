@@ -1,0 +1,126 @@
+"""Models tf.distribute.Server (tf.train.Server): one task of a cluster, serving its devices.
+
+A server is one simulated TF process (a ``TaskRuntime``): its devices and its resource
+containers, where the variables placed on its devices live. Sessions connect to a server by
+its ``target`` ("grpc://host:port") and can then run ops on every task of the cluster whose
+server is running, so sessions of different clients share those variables. Servers are
+registered by address in this Python process, which stands for the whole simulated network.
+"""
+
+from __future__ import annotations
+
+from itertools import count
+
+from ..cluster import ClusterSpec
+from ..errors import InvalidArgumentError, UnavailableError
+from .runtime import Machine, TaskRuntime
+
+_RUNNING: dict[str, Server] = {}  # "host:port" -> the server listening there
+_LOCAL_PORTS = count(20000)
+
+
+class Server:
+    """tf.distribute.Server(cluster, job_name, task_index, config=..., start=True)."""
+
+    def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol="grpc",
+                 config=None, start=True, machine: Machine | None = None):
+        cluster = server_or_cluster_def
+        self.cluster = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(cluster)
+        if job_name is None:
+            jobs = self.cluster.jobs
+            if len(jobs) != 1 or self.cluster.num_tasks(jobs[0]) != 1:
+                raise InvalidArgumentError(
+                    f"Server(): job_name is required for a cluster of several tasks "
+                    f"({self.cluster.as_dict()}): pass job_name= and task_index=")
+            job_name = jobs[0]
+        task_index = 0 if task_index is None else task_index
+        if protocol != "grpc":
+            raise InvalidArgumentError(f"protocol {protocol!r} is not supported: use 'grpc'")
+        self.address = self.cluster.task_address(job_name, task_index)  # checks both
+        self.job_name, self.task_index = job_name, task_index
+        self.machine = machine or Machine()
+        self.config = config
+        self.runtime: TaskRuntime | None = None
+        if start:
+            self.start()
+
+    @property
+    def target(self) -> str:
+        return f"grpc://{self.address}"
+
+    @property
+    def server_def(self) -> dict:
+        return {"cluster": self.cluster.as_dict(), "job_name": self.job_name,
+                "task_index": self.task_index, "protocol": "grpc"}
+
+    def start(self):
+        other = _RUNNING.get(self.address)
+        if other is self:
+            return
+        if other is not None:
+            raise UnavailableError(
+                f"cannot start the server of /job:{self.job_name}/task:{self.task_index}: "
+                f"address {self.address} is already in use by the server of "
+                f"/job:{other.job_name}/task:{other.task_index} (stop it, or give this task "
+                "another port)")
+        self.runtime = TaskRuntime(self.job_name, self.task_index, self.machine, self.config)
+        _RUNNING[self.address] = self
+
+    def join(self):
+        """A ps task's main loop. In simdist the server keeps serving inside this Python
+        process, so join() returns at once and the program can go on to start other tasks."""
+        if self.runtime is None:
+            raise UnavailableError(f"server {self.target} was not started")
+
+    def stop(self):
+        """Shut the task down: its variables and GPU memory are lost (simdist extension)."""
+        if _RUNNING.get(self.address) is self:
+            del _RUNNING[self.address]
+        if self.runtime is not None:
+            self.runtime.close()
+            self.runtime = None
+
+    @staticmethod
+    def create_local_server(config=None, start=True) -> Server:
+        """A one-task cluster {"localhost": ["localhost:PORT"]} on a fresh port."""
+        while True:
+            address = f"localhost:{next(_LOCAL_PORTS)}"
+            if address not in _RUNNING:
+                break
+        return Server({"localhost": [address]}, "localhost", 0, config=config, start=start)
+
+    def __repr__(self):
+        return f"<simdist Server {self.target} /job:{self.job_name}/task:{self.task_index}>"
+
+
+def running_servers() -> list[str]:
+    return [s.target for s in _RUNNING.values()]
+
+
+def stop_all_servers():
+    """Stop every simulated server of this process (a fresh start for tests and lessons)."""
+    for server in list(_RUNNING.values()):
+        server.stop()
+
+
+def connect(target: str):
+    """The server a session target names, and the runtimes of its cluster's running tasks."""
+    if not isinstance(target, str) or not target.startswith("grpc://"):
+        raise InvalidArgumentError(
+            f"session target {target!r} is not valid: expected '' (a local session) or "
+            "'grpc://host:port' (a server's target)")
+    server = _RUNNING.get(target[len("grpc://"):])
+    if server is None:
+        running = ", ".join(running_servers()) or "none"
+        raise UnavailableError(
+            f"no server serves the session target {target!r}: start one with "
+            f"Server(cluster, job_name, task_index) (running server targets: {running})")
+    runtimes, missing = {}, {}
+    for task in server.cluster.tasks():
+        address = server.cluster.task_address(task.task_type, task.task_id)
+        other = _RUNNING.get(address)
+        if other is not None and other.cluster == server.cluster:
+            runtimes[task.name] = other.runtime
+        else:
+            missing[task.name] = address
+    return server, runtimes, missing

@@ -1,0 +1,251 @@
+"""Models tf.compat.v1.Session: run the part of a graph that some fetches need.
+
+``Session()`` is a local session: one simulated process ("/job:localhost/replica:0/task:0")
+with its own devices and variables. ``Session(server.target)`` connects to a cluster: its ops
+run on the tasks their devices name, and its variables live in those tasks' resource
+containers, shared with every other session of the cluster. Each ``run`` places the graph
+(once per op), prunes it to what the fetches need, and simulates it: ``last_trace`` holds the
+trace of the last run and ``last_placement`` the device of every op.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidArgumentError, UnavailableError
+from .config import ConfigProto
+from .executor import Executor
+from .graph import Graph, Operation, Tensor, format_shape, get_default_graph
+from .indexed_slices import IndexedSlices, IndexedSlicesValue
+from .placement import Placer
+from .runtime import Machine, TaskRuntime
+from .server import connect
+from .variables import Variable
+
+_default_sessions: list = []
+
+
+def get_default_session():
+    if not _default_sessions:
+        raise InvalidArgumentError("no default session: use `with tf.Session() as sess:` or "
+                                   "pass session= explicitly")
+    return _default_sessions[-1]
+
+
+class Session:
+    """tf.compat.v1.Session(target="", graph=None, config=None); ``machine`` and
+    ``hardware`` (simdist extensions) choose the simulated host and network."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None,
+                 config: ConfigProto | None = None, machine: Machine | None = None,
+                 hardware=None):
+        self.graph = graph or get_default_graph()
+        self.config = config or ConfigProto()
+        self.target = target
+        self.hardware = hardware
+        if target == "":
+            gpus = self.config.device_count.get("GPU", 0)
+            self._local = TaskRuntime("localhost", 0, machine or Machine(gpus=gpus),
+                                      self.config)
+            self.runtimes = {"localhost:0": self._local}
+            self.missing: dict = {}
+            default_task = ("localhost", 0)
+        else:
+            self._local = None
+            server, self.runtimes, self.missing = connect(target)
+            default_task = (server.job_name, server.task_index)
+        self._placer = Placer(self.runtimes, default_task, self.config.allow_soft_placement,
+                              self.config.log_device_placement)
+        self.closed = False
+        self.last_run = None
+        self.run_count = 0
+
+    # -- TF's API ----------------------------------------------------------------------------
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Run the ops needed for ``fetches``; returns their values in the same structure."""
+        if self.closed:
+            raise InvalidArgumentError("Attempted to use a closed Session.")
+        leaves: list = []
+        build = _flatten(fetches, leaves, self.graph)
+        feeds = self._feeds(feed_dict or {})
+        tensors = [t for leaf in leaves for t in _tensors_of(leaf)]
+        targets = [leaf for leaf in leaves if isinstance(leaf, Operation)]
+        ops = self._needed(tensors, targets, feeds)
+        self._check_runtimes()
+        placement = self._placer.place(self.graph.get_operations())
+        executor = Executor(ops, placement, self.runtimes, feeds,
+                            [t for t in tensors], hardware=self.hardware, seed=self.run_count)
+        self.last_run = executor.run()
+        self.run_count += 1
+        if run_metadata is not None:
+            run_metadata.step_stats = self.last_run.trace
+        values = self.last_run.values
+        return build([_value(leaf, values) for leaf in leaves])
+
+    @property
+    def last_trace(self):
+        return None if self.last_run is None else self.last_run.trace
+
+    @property
+    def last_placement(self) -> dict[str, str]:
+        """{op name: device} of every op placed so far."""
+        return {op.name: device for op, device in self._placer.placed.items()}
+
+    @property
+    def placement_log(self) -> list[str]:
+        """The log_device_placement lines, whether or not they were printed."""
+        return list(self._placer.log_lines)
+
+    def list_devices(self) -> list[str]:
+        return self._placer.all_devices()
+
+    def close(self):
+        if self._local is not None and not self.closed:
+            self._local.close()
+        self.closed = True
+
+    def as_default(self):
+        return _DefaultSession(self)
+
+    def __enter__(self):
+        _default_sessions.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _default_sessions.remove(self)
+        self.close()
+
+    @staticmethod
+    def reset(target, containers=None, config=None):
+        """Free the resources of ``containers`` (all when None) on every task of the
+        cluster that ``target`` serves: their variables become uninitialized."""
+        if target == "":
+            raise InvalidArgumentError("Session.reset needs a server target such as "
+                                       "'grpc://localhost:2222': a local session's variables "
+                                       "are freed when the session closes")
+        _, runtimes, _ = connect(target)
+        freed = []
+        for runtime in runtimes.values():
+            freed += runtime.resources.reset(containers)
+        return freed
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _feeds(self, feed_dict) -> dict:
+        feeds = {}
+        for key, value in feed_dict.items():
+            tensor = _lookup(key, self.graph) if isinstance(key, str) else key
+            if isinstance(tensor, Variable):
+                tensor = tensor._as_tensor()
+            if not isinstance(tensor, Tensor):
+                raise InvalidArgumentError(f"feed_dict key {key!r} is not a tensor: feed "
+                                           "tensors such as placeholders")
+            if tensor.graph is not self.graph:
+                raise InvalidArgumentError(f"cannot feed {tensor.name!r}: it is not an element "
+                                           "of this session's graph")
+            try:
+                array = np.asarray(value, dtype=tensor.dtype.as_numpy_dtype)
+            except (TypeError, ValueError):
+                raise InvalidArgumentError(
+                    f"cannot feed {value!r} to tensor {tensor.name!r} of dtype "
+                    f"{tensor.dtype.name}") from None
+            shape = tensor.shape
+            if shape is not None and (array.ndim != len(shape) or any(
+                    d is not None and d != a for d, a in zip(shape, array.shape))):
+                raise InvalidArgumentError(
+                    f"Cannot feed value of shape {tuple(array.shape)} for Tensor "
+                    f"'{tensor.name}', which has shape '{format_shape(shape)}'")
+            feeds[tensor] = array
+        return feeds
+
+    def _needed(self, tensors, targets, feeds) -> list[Operation]:
+        needed = set()
+        stack = [t.op for t in tensors if t not in feeds] + list(targets)
+        while stack:
+            op = stack.pop()
+            if op in needed:
+                continue
+            if op.graph is not self.graph:
+                raise InvalidArgumentError(f"fetch {op.name!r} is not an element of this "
+                                           "session's graph")
+            needed.add(op)
+            stack.extend(t.op for t in op.inputs if t not in feeds)
+            stack.extend(op.control_inputs)
+        for op in needed:
+            if op.type == "Placeholder" and op.outputs[0] not in feeds:
+                t = op.outputs[0]
+                shape = "unknown" if t.shape is None else \
+                    "[" + ",".join("?" if d is None else str(d) for d in t.shape) + "]"
+                raise InvalidArgumentError(
+                    f"You must feed a value for placeholder tensor '{op.name}' with dtype "
+                    f"{t.dtype.name} and shape {shape}\n\t [[{{{{node {op.name}}}}}]]")
+        return sorted(needed, key=lambda o: o._id)
+
+    def _check_runtimes(self):
+        for op in self.graph.get_operations():
+            job = op.device.split("/job:")[1].split("/")[0] if "/job:" in op.device else None
+            task = op.device.split("/task:")[1].split("/")[0] if "/task:" in op.device else "0"
+            if job and f"{job}:{task}" in self.missing:
+                name = f"{job}:{task}"
+                raise UnavailableError(
+                    f"op {op.name!r} is placed on /job:{job}/task:{task}, but no server runs "
+                    f"that task (address {self.missing[name]}): start "
+                    f"Server(cluster, {job!r}, {task}) first")
+        for runtime in self.runtimes.values():
+            if runtime is None or runtime.closed:
+                raise UnavailableError("a server of this session's cluster was stopped")
+
+
+class _DefaultSession:
+    def __init__(self, session):
+        self.session = session
+
+    def __enter__(self):
+        _default_sessions.append(self.session)
+        return self.session
+
+    def __exit__(self, *exc):
+        _default_sessions.remove(self.session)
+
+
+def _lookup(name: str, graph: Graph):
+    return graph.get_tensor_by_name(name) if ":" in name else graph.get_operation_by_name(name)
+
+
+def _flatten(fetches, leaves: list, graph):
+    """Collect the leaves of a fetch structure; returns a function rebuilding it from values."""
+    if isinstance(fetches, (list, tuple)):
+        parts = [_flatten(f, leaves, graph) for f in fetches]
+        kind = type(fetches)
+        return lambda values: kind(part(values) for part in parts)
+    if isinstance(fetches, dict):
+        parts = {k: _flatten(f, leaves, graph) for k, f in fetches.items()}
+        return lambda values: {k: part(values) for k, part in parts.items()}
+    leaf = fetches
+    if isinstance(leaf, str):
+        leaf = _lookup(leaf, graph)
+    if isinstance(leaf, Variable):
+        leaf = leaf._as_tensor()
+    if not isinstance(leaf, (Tensor, Operation, IndexedSlices)):
+        raise InvalidArgumentError(
+            f"Fetch argument {fetches!r} has invalid type {type(fetches).__name__}, must be a "
+            "string or Tensor (or Operation, Variable, IndexedSlices, list, tuple or dict)")
+    position = len(leaves)
+    leaves.append(leaf)
+    return lambda values: values[position]
+
+
+def _tensors_of(leaf) -> list[Tensor]:
+    if isinstance(leaf, IndexedSlices):
+        return [leaf.values, leaf.indices, leaf.dense_shape]
+    return [leaf] if isinstance(leaf, Tensor) else []
+
+
+def _value(leaf, values):
+    if isinstance(leaf, Operation):
+        return None
+    if isinstance(leaf, IndexedSlices):
+        return IndexedSlicesValue(*(values[t] for t in _tensors_of(leaf)))
+    value = values[leaf]
+    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value

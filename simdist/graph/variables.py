@@ -1,0 +1,360 @@
+"""Models TF1 variables: tf.Variable, get_variable / variable_scope, initializers, assign ops.
+
+A variable is a ``VariableV2`` op whose output is a *reference* to a buffer kept in a
+resource container of the task that holds its device (see resources.py), an ``Assign`` op
+(its initializer) and an ``Identity`` op ``v/read``, colocated with it, through which other
+ops read it. Reading before the initializer ran is TF's ``FailedPreconditionError``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..errors import FailedPreconditionError, InvalidArgumentError
+from . import ops
+from .dtypes import as_dtype, float32
+from .graph import Tensor, format_shape, get_default_graph
+from .registry import register
+
+GLOBAL_VARIABLES = "variables"
+TRAINABLE_VARIABLES = "trainable_variables"
+GLOBAL_STEP = "global_step"
+AUTO_REUSE = "auto_reuse"
+
+#: ops whose first input is a variable reference, not its value
+REF_INPUT_OPS = {"Assign", "AssignAdd", "AssignSub", "ScatterSub", "ApplyGradientDescent",
+                 "ApplyMomentum", "ApplyAdam", "SparseApplyMomentum", "IsVariableInitialized"}
+
+
+class Ref:
+    """A reference to a variable's buffer: (resource manager, container, name)."""
+
+    __slots__ = ("resources", "key", "op")
+
+    def __init__(self, resources, key, op):
+        self.resources, self.key, self.op = resources, key, op
+
+    def read(self, reader):
+        value = self.resources.lookup(self.key)
+        if value is None:
+            raise FailedPreconditionError(
+                f"Attempting to use uninitialized value {self.op.name}\n\t "
+                f"[[{{{{node {reader.name}}}}}]] (run the variable's initializer first, "
+                "e.g. sess.run(tf.global_variables_initializer()))")
+        return value
+
+    def write(self, value):
+        self.resources.store(self.key, np.asarray(value))
+
+    @property
+    def nbytes(self) -> int:
+        value = self.resources.lookup(self.key)
+        return 0 if value is None else int(value.nbytes)
+
+
+def resource_key(op) -> tuple[str, str]:
+    return (op.container, op.attrs.get("shared_name") or op.name)
+
+
+def _variable_kernel(op, args, rt):
+    return [Ref(rt.resources(op), resource_key(op), op)]
+
+
+def _check_assign_shape(op, ref, value):
+    old = ref.resources.lookup(ref.key)
+    shape = op.inputs[0].shape
+    if op.attrs.get("validate_shape", True) and shape is not None and None not in shape \
+            and tuple(value.shape) != shape:
+        raise InvalidArgumentError(
+            f"Assign requires shapes of both tensors to match. lhs shape= {list(shape)} rhs "
+            f"shape= {list(value.shape)} [[{{{{node {op.name}}}}}]]")
+    return old
+
+
+def _assign_kernel(op, args, rt):
+    ref, value = args
+    _check_assign_shape(op, ref, value)
+    ref.write(np.array(value, op.inputs[0].dtype.as_numpy_dtype))
+    return [ref.resources.lookup(ref.key).copy()]
+
+
+def _update_kernel(sign):
+    def compute(op, args, rt):
+        ref, delta = args
+        old = ref.read(op)
+        ref.write((old + sign * delta).astype(old.dtype))
+        return [ref.resources.lookup(ref.key).copy()]
+    return compute
+
+
+register("VariableV2", _variable_kernel, flops=lambda *a: 0, stateful=True)
+register("Assign", _assign_kernel, flops=lambda *a: 0, stateful=True)
+register("AssignAdd", _update_kernel(1), stateful=True)
+register("AssignSub", _update_kernel(-1), stateful=True)
+register("IsVariableInitialized",
+         lambda op, args, rt: [np.array(args[0].resources.lookup(args[0].key) is not None)],
+         flops=lambda *a: 0, stateful=True)
+
+
+# -- initializers ----------------------------------------------------------------------------------
+
+
+class Initializer:
+    """tf.*_initializer: makes the initial value (a numpy array, seeded) for a shape."""
+
+    def __init__(self, fn, name):
+        self.fn, self.name = fn, name
+
+    def __call__(self, shape, dtype=float32, seed=0):
+        dtype = as_dtype(dtype)
+        return np.asarray(self.fn(tuple(shape), np.random.default_rng(seed)),
+                          dtype.as_numpy_dtype)
+
+
+def zeros_initializer():
+    return Initializer(lambda shape, rng: np.zeros(shape), "zeros")
+
+
+def ones_initializer():
+    return Initializer(lambda shape, rng: np.ones(shape), "ones")
+
+
+def constant_initializer(value=0):
+    return Initializer(lambda shape, rng: np.broadcast_to(np.asarray(value), shape), "Const")
+
+
+def random_normal_initializer(mean=0.0, stddev=1.0, seed=None):
+    return Initializer(lambda shape, rng: rng.normal(mean, stddev, shape), "random_normal")
+
+
+def random_uniform_initializer(minval=-0.05, maxval=0.05, seed=None):
+    return Initializer(lambda shape, rng: rng.uniform(minval, maxval, shape), "random_uniform")
+
+
+def glorot_uniform_initializer(seed=None):
+    def fn(shape, rng):
+        fan_in = shape[-2] if len(shape) >= 2 else (shape[0] if shape else 1)
+        fan_out = shape[-1] if shape else 1
+        limit = np.sqrt(6.0 / max(1, fan_in + fan_out))
+        return rng.uniform(-limit, limit, shape)
+    return Initializer(fn, "glorot_uniform")
+
+
+# -- Variable -----------------------------------------------------------------------------------------
+
+
+class Variable:
+    """Models tf.compat.v1.Variable (a TF1 reference variable)."""
+
+    def __init__(self, initial_value=None, trainable=True, name=None, dtype=None,
+                 collections=None, shape=None, _initializer_name="initial_value"):
+        if initial_value is None:
+            raise InvalidArgumentError(f"Variable {name!r}: initial_value must be given")
+        graph = get_default_graph()
+        with graph.name_scope(name or "Variable") as scope:
+            op_name = scope[:-1]
+            with graph.name_scope(scope):
+                init = ops.convert_to_tensor(initial_value, dtype=dtype, name=_initializer_name) \
+                    if not isinstance(initial_value, Tensor) else initial_value
+                if dtype is not None and init.dtype != as_dtype(dtype):
+                    init = ops.cast(init, dtype)
+            shape = init.shape if shape is None else tuple(shape)
+            with graph.name_scope(None):
+                self.op = graph.create_op("VariableV2", [], [(init.dtype, shape)],
+                                          {"shape": shape, "dtype": init.dtype,
+                                           "shared_name": ""}, op_name + "/")
+            with graph.colocate_with(self.op), graph.control_dependencies(None):
+                self.initializer = graph.create_op(
+                    "Assign", [self.op.outputs[0], init], [(init.dtype, shape)],
+                    {"validate_shape": True}, "Assign")
+                self._snapshot = ops.identity(self.op.outputs[0], name="read")
+        self.initial_value, self.trainable = init, trainable
+        for collection in (collections or [GLOBAL_VARIABLES] +
+                           ([TRAINABLE_VARIABLES] if trainable else [])):
+            graph.add_to_collection(collection, self)
+
+    @property
+    def name(self) -> str:
+        return self.op.name + ":0"
+
+    @property
+    def dtype(self):
+        return self.op.outputs[0].dtype
+
+    @property
+    def shape(self):
+        return self.op.outputs[0].shape
+
+    def get_shape(self):
+        return self.shape
+
+    @property
+    def device(self) -> str:
+        return self.op.device
+
+    @property
+    def graph(self):
+        return self.op.graph
+
+    def _ref(self) -> Tensor:
+        return self.op.outputs[0]
+
+    def _as_tensor(self) -> Tensor:
+        return self._snapshot
+
+    def value(self) -> Tensor:
+        return self._snapshot
+
+    def read_value(self) -> Tensor:
+        return ops.identity(self._snapshot)
+
+    def assign(self, value, name=None):
+        return assign(self, value, name=name)
+
+    def assign_add(self, delta, name=None):
+        return assign_add(self, delta, name=name)
+
+    def assign_sub(self, delta, name=None):
+        return assign_sub(self, delta, name=name)
+
+    def eval(self, session=None):
+        from .session import get_default_session
+        return (session or get_default_session()).run(self)
+
+    def __repr__(self):
+        return (f"<simdist Variable '{self.name}' shape={format_shape(self.shape)} "
+                f"dtype={self.dtype.name}>")
+
+    def __getattr__(self, name):  # +, *, @ ... act on the read value
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._snapshot, name)
+
+    def __add__(self, o): return self._snapshot + o
+    def __radd__(self, o): return o + self._snapshot
+    def __sub__(self, o): return self._snapshot - o
+    def __rsub__(self, o): return o - self._snapshot
+    def __mul__(self, o): return self._snapshot * o
+    def __rmul__(self, o): return o * self._snapshot
+    def __matmul__(self, o): return self._snapshot @ o
+    def __rmatmul__(self, o): return ops.matmul(o, self._snapshot)
+    def __neg__(self): return -self._snapshot
+    __hash__ = object.__hash__
+
+
+def _state_op(op_type, ref, value, name):
+    if not isinstance(ref, Variable):
+        raise InvalidArgumentError(f"{op_type} needs a Variable to update, got {ref!r}")
+    graph = get_default_graph()
+    value = ops.convert_to_tensor(value, dtype=ref.dtype)
+    if ref.shape is not None and value.shape is not None and None not in value.shape \
+            and None not in ref.shape and value.shape != ref.shape:
+        raise InvalidArgumentError(
+            f"{op_type} '{name or op_type}': shapes of {ref.op.name} {format_shape(ref.shape)} "
+            f"and value {value.name!r} {format_shape(value.shape)} must match")
+    with graph.colocate_with(ref.op):
+        return graph.create_op(op_type, [ref._ref(), value], [(ref.dtype, ref.shape)],
+                               {"validate_shape": True}, name).outputs[0]
+
+
+def assign(ref, value, name=None):
+    return _state_op("Assign", ref, value, name)
+
+
+def assign_add(ref, value, name=None):
+    return _state_op("AssignAdd", ref, value, name)
+
+
+def assign_sub(ref, value, name=None):
+    return _state_op("AssignSub", ref, value, name)
+
+
+def is_variable_initialized(variable):
+    graph = get_default_graph()
+    with graph.colocate_with(variable.op):
+        return graph.create_op("IsVariableInitialized", [variable._ref()],
+                               [("bool", ())]).outputs[0]
+
+
+# -- get_variable and variable_scope ----------------------------------------------------------------
+
+
+def _scope_state(graph):
+    if not hasattr(graph, "_var_scope_stack"):
+        graph._var_scope_stack = [("", False)]
+    return graph._var_scope_stack
+
+
+@contextmanager
+def variable_scope(name_or_scope, default_name=None, reuse=None):
+    """tf.compat.v1.variable_scope: a prefix for get_variable names, and whether to reuse."""
+    graph = get_default_graph()
+    stack = _scope_state(graph)
+    outer, outer_reuse = stack[-1]
+    name = name_or_scope or default_name
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"variable_scope needs a name, got {name_or_scope!r}")
+    full = f"{outer}/{name}" if outer else name
+    stack.append((full, reuse if reuse is not None else outer_reuse))
+    try:
+        with graph.name_scope(name):
+            yield full
+    finally:
+        stack.pop()
+
+
+def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
+                 collections=None) -> Variable:
+    """tf.compat.v1.get_variable: create, or with reuse return, the variable scope/name."""
+    graph = get_default_graph()
+    scope, reuse = _scope_state(graph)[-1]
+    full = f"{scope}/{name}" if scope else name
+    existing = graph._vars_by_name.get(full)
+    if existing is not None:
+        if reuse is True or reuse == AUTO_REUSE:
+            return existing
+        raise InvalidArgumentError(
+            f"Variable {full} already exists, disallowed. Did you mean to set reuse=True or "
+            "reuse=tf.AUTO_REUSE in VarScope?")
+    if reuse is True:
+        raise InvalidArgumentError(
+            f"Variable {full} does not exist, or was not created with tf.get_variable(). "
+            "Did you mean to set reuse=tf.AUTO_REUSE in VarScope?")
+    if isinstance(initializer, (Tensor, np.ndarray, list, int, float)):
+        value = initializer
+    else:
+        if shape is None:
+            raise InvalidArgumentError(f"get_variable {full!r}: give a shape or a tensor "
+                                       "initializer")
+        dtype = as_dtype(dtype or float32)
+        if initializer is None:
+            initializer = glorot_uniform_initializer() if dtype.is_floating \
+                else zeros_initializer()
+        value = initializer(shape, dtype, seed=len(graph._ops))
+    with graph.name_scope(None), graph.name_scope(full + "/Initializer/"):
+        init = ops.convert_to_tensor(value, dtype=dtype, name="initial_value")
+    with graph.name_scope(None):
+        var = Variable(init, trainable=trainable, name=full, collections=collections)
+    graph._vars_by_name[full] = var
+    return var
+
+
+def global_variables():
+    return get_default_graph().get_collection(GLOBAL_VARIABLES)
+
+
+def trainable_variables():
+    return get_default_graph().get_collection(TRAINABLE_VARIABLES)
+
+
+def variables_initializer(var_list, name="init"):
+    return ops.group(*[v.initializer for v in var_list], name=name)
+
+
+def global_variables_initializer():
+    return variables_initializer(global_variables(), name="init")
+
+
+initialize_all_variables = global_variables_initializer
