@@ -25,9 +25,9 @@ import numpy as np
 from ..cluster import TFConfig
 from ..collectives import ReduceOp
 from ..context import HOST
-from ..data import split_bounds, split_global_batch
+from ..data import split_bounds
 from ..errors import InvalidArgumentError
-from .cross_device_ops import (CROSS_DEVICE_OPS, CollectiveAllReduce, CommunicationOptions,
+from .cross_device_ops import (CollectiveAllReduce, CommunicationOptions,
                                CrossDeviceOps, choose_the_best)
 from .values import Mirrored, MirroredVariable, PerReplica, local_value, regroup
 
@@ -413,5 +413,4 @@ def _phantom(nbytes):
 
 
 __all__ = ["CentralStorageStrategy", "DistributedBatch", "InputContext", "MirroredStrategy",
-           "MultiWorkerMirroredStrategy", "OneDeviceStrategy", "Strategy", "compute_average_loss",
-           "split_global_batch"]
+           "MultiWorkerMirroredStrategy", "OneDeviceStrategy", "Strategy", "compute_average_loss"]
