@@ -225,3 +225,34 @@ def test_multi_worker_trace_is_identical_over_mpi(tmp_path, n):
     assert main(args + ["--trace", str(tmp_path / "one.json")]) == 0
     assert (tmp_path / "mpi.json").read_bytes() == (tmp_path / "one.json").read_bytes()
     assert RunResult.load(tmp_path / "mpi_result.json").metadata["ranks"] == n
+
+
+def test_distribute_datasets_from_function_gives_each_worker_its_input_context():
+    def dataset_fn(input_context):
+        # shard by worker, per-replica batches of 2 (TF's recipe for this API)
+        per_replica = input_context.get_per_replica_batch_size(8)
+        ids = np.arange(32)[input_context.input_pipeline_id::input_context.num_input_pipelines]
+        return [(ids[i:i + per_replica], ids[i:i + per_replica])
+                for i in range(0, len(ids), per_replica)]
+
+    def body(ctx):
+        strategy = MultiWorkerMirroredStrategy(ctx, devices=[0, 1])
+        out = [(b.global_batch_size, [list(v) for v in b[0].values])
+               for b in strategy.distribute_datasets_from_function(dataset_fn)]
+        yield ctx.timeout(1)
+        return out
+
+    got = _run(2, body, devices=2)
+    assert len(got["worker:0"]) == 4  # 16 examples, 2 replicas x 2 per step
+    assert got["worker:0"][0] == (8, [[0, 2], [4, 6]])
+    assert got["worker:1"][0] == (8, [[1, 3], [5, 7]])
+
+    def indivisible(ctx):
+        strategy = MirroredStrategy(ctx, devices=[0, 1, 2])
+        list(strategy.distribute_datasets_from_function(
+            lambda ictx: [ictx.get_per_replica_batch_size(8)]))
+        yield ctx.timeout(1)
+
+    with pytest.raises(InvalidArgumentError, match="8 is not divisible by "
+                                                   "num_replicas_in_sync 3"):
+        _run(1, indivisible)
