@@ -288,9 +288,10 @@ class Graph:
         finally:
             self._name_stack = saved
 
-    @contextmanager
     def device(self, device_name_or_function):
-        """tf.device: a device string / DeviceSpec, a function op -> device string, or None."""
+        """tf.device: a device string / DeviceSpec, a function op -> device string, or None.
+
+        A bad device string is an error at once, before the ``with`` block runs."""
         entry = device_name_or_function
         if isinstance(entry, str):
             entry = DeviceSpec.from_string(entry)
@@ -298,6 +299,10 @@ class Graph:
             raise InvalidArgumentError(
                 f"tf.device() takes a device string, a DeviceSpec, a function of the op or "
                 f"None; got {device_name_or_function!r}")
+        return self._device_scope(entry)
+
+    @contextmanager
+    def _device_scope(self, entry):
         self._device_stack.append(entry)
         try:
             yield

@@ -82,6 +82,7 @@ class GPUAllocator:
     def _take(self, nbytes: int, why: str):
         free = self.machine.gpu_free[self.physical]
         if nbytes > free or (nbytes == 0 and not self.growth and free == 0):
+            nbytes = nbytes or self.machine.gpu_profile.memory
             raise ResourceExhaustedError(
                 f"failed to allocate {nbytes} bytes {why} from device {self.device} (physical "
                 f"GPU {self.physical} of {self.machine.name}): CUDA_ERROR_OUT_OF_MEMORY: out "

@@ -208,7 +208,8 @@ class Variable:
         return self._snapshot
 
     def read_value(self) -> Tensor:
-        return ops.identity(self._snapshot)
+        """A fresh read of the variable (inside control_dependencies: after them)."""
+        return ops.identity(self.op.outputs[0], name="read_value")
 
     def assign(self, value, name=None):
         return assign(self, value, name=name)
