@@ -1,6 +1,25 @@
 """realdist: the DistLab exercises on real TensorFlow (logical CPUs, localhost clusters, GPUs).
 
-It records the same trace schema as simdist (``simdist.trace``) so that a simulated and a real
-run can be set side by side. The strategy runners arrive with the synchronous data-parallelism
-work (see ../shared/ROADMAP.md); this package never runs at simdist's import time.
+``run_exercise(exercise)`` trains a ``simdist.exercises.Exercise`` with a real tf.distribute
+strategy and returns the same ``RunResult`` as ``simdist.distribute.simulate_exercise``: the
+same initial weights, batches and SGD math, so the final weights agree within float32
+round-off. It records the same trace schema as simdist (``simdist.trace``). TensorFlow is
+imported only when a run starts, never at simdist's (or this package's) import time.
 """
+
+
+def run_exercise(exercise, timeout: float = 300, on_step=None):
+    """Run ``exercise`` on real TF and return its ``RunResult``.
+
+    default, one_device, mirrored and central_storage run in this process (its logical CPU
+    devices are set up first, see ``realdist.devices``); multi_worker_mirrored runs one local
+    process per worker. ``on_step(k, loss, step_ns)`` is called after every step; a run that
+    passes ``timeout`` seconds ends with DeadlineExceededError.
+    """
+    if exercise.strategy == "multi_worker_mirrored":
+        from .multiworker import run_multi_worker
+
+        return run_multi_worker(exercise, timeout=timeout, on_step=on_step)
+    from .strategies import run_in_process
+
+    return run_in_process(exercise, timeout=timeout, on_step=on_step)
