@@ -1,0 +1,419 @@
+"""Lesson 02, One machine, many devices: the checks that ``simdist check 02`` runs.
+
+The learner's ``split_batch`` is compared with TF's rule (``simdist.data.split_global_batch``);
+``replica_step`` runs inside simdist's OneDeviceStrategy, MirroredStrategy (1 to 4 replicas)
+and CentralStorageStrategy on batches that do not split evenly, and every run must end with
+the weights of the default strategy (one device, the whole batch); ``predict_step_bytes`` is
+compared with the bytes the simulator moves in one step of each strategy.
+"""
+
+import functools
+import warnings
+from collections import Counter
+
+import numpy as np
+
+from simdist import Hardware, HardwareCatalog, Layout, simulate
+from simdist.collectives import ReduceOp
+from simdist.data import classification, split_global_batch
+from simdist.distribute import (CentralStorageStrategy, HierarchicalCopyAllReduce,
+                                MirroredStrategy, NcclAllReduce, OneDeviceStrategy,
+                                PerReplica, ReductionToOneDevice, Strategy)
+from simdist.lessons import Check, CheckFailed
+from simdist.models import make_model
+from simdist.plots import format_bytes
+
+# -- exercise 1: split_batch ------------------------------------------------------------------
+
+#: (global batch, replicas): even, uneven, empty replicas, one replica, more replicas than
+#: examples
+SPLITS = ((8, 4), (7, 4), (6, 4), (10, 4), (1, 4), (5, 5), (3, 1), (13, 3), (64, 8), (2, 3))
+
+
+def _batch(b: int):
+    x = np.arange(b * 3, dtype=np.float32).reshape(b, 3)
+    y = np.arange(b, dtype=np.int32)
+    return x, y
+
+
+def verify_split(split_batch) -> str:
+    """The learner's split gives TF's sizes, consecutive slices, every example once."""
+    for b, n in SPLITS:
+        x, y = _batch(b)
+        parts = split_batch(x, y, n)
+        where = f"split_batch(x, y, {n}) with a global batch of {b}"
+        if not isinstance(parts, (list, tuple)) or len(parts) != n:
+            got = len(parts) if isinstance(parts, (list, tuple)) else type(parts).__name__
+            raise CheckFailed(f"{where} returned {got} parts, expected a list of {n} "
+                              "(x_r, y_r) pairs",
+                              "return one (x_r, y_r) pair per replica, even when a replica "
+                              "gets no examples")
+        want = split_global_batch(b, n)
+        sizes = []
+        for r, part in enumerate(parts):
+            if not (isinstance(part, (list, tuple)) and len(part) == 2):
+                raise CheckFailed(f"{where}: part {r} is {part!r:.60}, not an (x_r, y_r) pair",
+                                  "each part is a pair of numpy arrays: (x[a:b], y[a:b])")
+            xr, yr = (np.asarray(v) for v in part)
+            if len(xr) != len(yr):
+                raise CheckFailed(f"{where}: replica {r} got {len(xr)} inputs and {len(yr)} "
+                                  "targets", "cut x and y at the same places")
+            if xr.shape[1:] != x.shape[1:]:
+                raise CheckFailed(f"{where}: replica {r}'s x has shape {xr.shape}, expected "
+                                  f"(k, {x.shape[1]})",
+                                  "slice the examples (the first axis) only; an empty replica "
+                                  "batch is x[b:b], of shape (0, features)")
+            sizes.append(len(xr))
+        if sizes != want:
+            raise CheckFailed(f"{where}: replica batch sizes {sizes}, but TensorFlow gives "
+                              f"{want}", _split_hint(sizes, want, b, n))
+        got_x = np.concatenate([np.asarray(p[0]) for p in parts])
+        got_y = np.concatenate([np.asarray(p[1]) for p in parts])
+        if not (np.array_equal(got_x, x) and np.array_equal(got_y, y)):
+            raise CheckFailed(f"{where}: the sizes are right, but the replicas' examples, "
+                              "joined in replica order, are not the global batch in its order",
+                              "replica r gets the consecutive examples x[r*k:(r+1)*k] with "
+                              "k = ceil(B / N), and y cut the same way")
+    return "TF's sizes for " + ", ".join(f"{b} over {n}" for b, n in SPLITS[:5]) + ", ..."
+
+
+def _split_hint(sizes, want, b, n) -> str:
+    if sum(sizes) != b:
+        return (f"the sizes add up to {sum(sizes)}, not {b}: every example goes to exactly "
+                "one replica")
+    if sorted(sizes, reverse=True) == sizes and max(sizes) - min(sizes) <= 1:
+        return ("that is np.array_split's rule (spread the remainder); TensorFlow instead gives "
+                "every replica ceil(B / N) examples in turn until the batch runs out, so the "
+                "last replicas get fewer or none: 6 over 4 is [2, 2, 2, 0]")
+    return ("every replica gets k = ceil(B / N) examples, replica 0 first, until the batch runs "
+            "out: the last replicas get what is left, possibly 0")
+
+
+def check_split(ex) -> str:
+    return verify_split(ex.split_batch)
+
+
+# -- exercise 2: replica_step inside the strategies --------------------------------------------
+
+SEED = 3
+LEARNING_RATE = 0.5
+#: the global batch of every step: even, uneven (10 over 4 is 3, 3, 3, 1), and partial last
+#: batches with empty replicas (1 over 4 is 1, 0, 0, 0)
+BATCH_SIZES = (8, 10, 7, 12, 3, 1, 16)
+TOLERANCE = 1e-5
+
+
+@functools.lru_cache(maxsize=None)
+def problem():
+    """(model, batches): a small MLP on Gaussian blobs, and the global batch of each step."""
+    data = classification(n=256, features=8, classes=4, seed=SEED)
+    model = make_model("mlp", data.n_features, data.n_outputs, hidden=16)
+    order = np.random.default_rng(SEED).permutation(len(data))
+    batches, start = [], 0
+    for b in BATCH_SIZES:
+        idx = order[start:start + b]
+        batches.append((data.x[idx], data.y[idx]))
+        start += b
+    return model, batches
+
+
+def reference_split(x, y, n):
+    bounds = np.cumsum([0] + split_global_batch(len(x), n))
+    return [(x[bounds[r]:bounds[r + 1]], y[bounds[r]:bounds[r + 1]]) for r in range(n)]
+
+
+def reference_step(model, w, x, y, b):
+    loss = np.float32(np.sum(model.per_example_loss(w, x, y), dtype=np.float32) / np.float32(b))
+    return loss, model.gradients(w, x, y, np.float32(1.0) / np.float32(b))
+
+
+#: name -> (strategy on a task, devices per task)
+STRATEGIES = {
+    "default strategy": (lambda ctx: Strategy(ctx), 1),
+    "OneDeviceStrategy": (lambda ctx: OneDeviceStrategy(ctx, 0), 1),
+    "MirroredStrategy, 1 replica": (lambda ctx: MirroredStrategy(ctx), 1),
+    "MirroredStrategy, 2 replicas": (lambda ctx: MirroredStrategy(ctx), 2),
+    "MirroredStrategy, 3 replicas": (lambda ctx: MirroredStrategy(ctx), 3),
+    "MirroredStrategy, 4 replicas": (lambda ctx: MirroredStrategy(ctx), 4),
+    "CentralStorageStrategy, 4 replicas": (lambda ctx: CentralStorageStrategy(ctx, range(4)), 4),
+}
+
+
+class StepError(Exception):
+    """The learner's replica_step raised on one replica's batch."""
+
+    def __init__(self, size: int, global_batch: int, error: Exception):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.size, self.global_batch, self.error = size, global_batch, error
+
+
+def guarded(step):
+    """``step``, with its errors tagged with the replica batch that raised them."""
+    def call(model, w, x, y, b):
+        try:
+            return step(model, w, x, y, b)
+        except (NotImplementedError, CheckFailed):
+            raise
+        except Exception as error:
+            raise StepError(len(x), b, error) from error
+    return call
+
+
+def train(name, split, step):
+    """Train the check's problem with a strategy, ``split`` and ``step``: (losses, weights,
+    every copy of every variable). The loop is TF's custom training loop."""
+    make, devices = STRATEGIES[name]
+    model, batches = problem()
+    hw = Hardware.from_catalog(HardwareCatalog.default(), "cpu",
+                               Layout(tasks_per_machine=1, devices_per_task=devices))
+    lr = np.float32(LEARNING_RATE)
+
+    def main(ctx):
+        strategy = make(ctx)
+        n = strategy.num_replicas_in_sync
+        with strategy.scope():
+            variables = strategy.variables(model.init(SEED))
+        losses = []
+        for x, y in batches:
+            b = len(x)
+            parts = split(x, y, n)
+            xs, ys = PerReplica(p[0] for p in parts), PerReplica(p[1] for p in parts)
+            loss, grads = yield from strategy.run(
+                lambda xr, yr, w: step(model, w, xr, yr, b), args=(xs, ys, variables))
+            if not isinstance(grads, dict) or set(grads) != set(variables):
+                raise CheckFailed(
+                    f"replica_step returned gradients {_short(grads)}; expected a dict with "
+                    f"the weights' names {sorted(variables)}",
+                    "return (loss, grads) where grads = model.gradients(weights, x, y, scale)")
+            grads = yield from strategy.extended.batch_reduce_to(ReduceOp.SUM, grads)
+            yield from strategy.extended.update(variables, grads, lambda v, g: v - lr * g)
+            total = yield from strategy.reduce(ReduceOp.SUM, loss)
+            losses.append(float(np.asarray(total)))
+        return losses, {k: v.numpy() for k, v in variables.items()}, \
+            {k: list(v.values) for k, v in variables.items()}
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # NaNs are reported by the check
+        result = simulate({"worker": 1}, main, hardware=hw, trace=False)
+    return result.returns["worker:0"]
+
+
+@functools.lru_cache(maxsize=None)
+def reference_run():
+    """The default strategy (one device, the whole batch) with TF's split and scaling."""
+    return train("default strategy", reference_split, reference_step)
+
+
+def _short(x) -> str:
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _close(a, b) -> bool:
+    return np.allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def diagnose_step(step) -> str:
+    """Why a replica_step goes wrong, from calls on crafted inputs: the hint."""
+    model, batches = problem()
+    w = model.init(SEED)
+    x, y = batches[3]  # 12 examples; this replica has 3 of them
+    loss, grads = step(model, w, x[:3], y[:3], 12)
+    per_example = model.per_example_loss(w, x[:3], y[:3])
+    if isinstance(grads, dict) and set(grads) == set(w):
+        for scale, what in ((1 / 3, "the replica's own batch (3 examples)"),
+                            (1.0, "nothing (a plain sum)")):
+            if all(_close(grads[k], v) for k, v in model.gradients(w, x[:3], y[:3],
+                                                                    scale).items()):
+                return (f"your gradient is scaled by 1 / {what} instead of 1 / the global "
+                        "batch (12). The strategy SUMs the replicas' gradients, so each "
+                        "replica must contribute sum(its losses) / global_batch_size: pass "
+                        "scale = 1 / global_batch_size to model.gradients")
+    if not np.isclose(float(np.asarray(loss)), per_example.sum() / 12, rtol=1e-4):
+        if np.isclose(float(np.asarray(loss)), per_example.mean(), rtol=1e-4):
+            return ("your loss is the mean over the replica's own examples; summed over the "
+                    "replicas that gives N times the mean (and wrong weights for uneven "
+                    "batches). Use compute_average_loss(per_example, global_batch_size)")
+        return ("the loss must be sum(this replica's per-example losses) / global_batch_size "
+                "(compute_average_loss)")
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            empty_loss, empty_grads = step(model, w, x[:0], y[:0], 12)
+    except ZeroDivisionError:
+        empty_loss = float("nan")
+    if not np.isfinite(float(np.asarray(empty_loss))) or not all(
+            np.isfinite(v).all() for v in empty_grads.values()):
+        return ("a replica with no examples (1 example over 4 replicas gives 1, 0, 0, 0) "
+                "returns NaN: np.mean of nothing. Divide the sum by the global batch size: "
+                "a replica without examples contributes 0")
+    return ("compare your step with one device on the whole batch: the replicas' losses and "
+            "gradients must add up to the global batch's mean loss and its gradient")
+
+
+def check_replica_step_alone(ex) -> str:
+    """One replica holding the whole batch returns the mean loss and its gradient."""
+    model, batches = problem()
+    w = model.init(SEED)
+    x, y = batches[1]
+    loss, grads = ex.replica_step(model, w, x, y, len(x))
+    want_loss, want_grads = reference_step(model, w, x, y, len(x))
+    if not isinstance(grads, dict) or set(grads) != set(want_grads):
+        raise CheckFailed(f"replica_step returned gradients {_short(grads)}; expected a dict "
+                          f"with the weights' names {sorted(want_grads)}",
+                          "return (loss, grads) with grads = model.gradients(weights, x, y, "
+                          "scale)")
+    if not np.isclose(float(np.asarray(loss)), float(want_loss), rtol=1e-5):
+        raise CheckFailed(f"one replica with the whole batch of {len(x)}: loss "
+                          f"{float(np.asarray(loss)):.6f}, but the mean loss is "
+                          f"{float(want_loss):.6f}", diagnose_step(ex.replica_step))
+    for k, g in want_grads.items():
+        if np.shape(grads[k]) != g.shape or not _close(grads[k], g):
+            raise CheckFailed(f"one replica with the whole batch of {len(x)}: gradient "
+                              f"{k!r} differs from the gradient of the mean loss",
+                              diagnose_step(ex.replica_step))
+    return f"loss {float(loss):.6f} and gradients of the mean, on one replica"
+
+
+def check_training(ex) -> str:
+    """Every strategy with the learner's split and step ends with the default strategy's
+    weights (and reports the same losses)."""
+    try:
+        verify_split(ex.split_batch)
+    except CheckFailed as failed:
+        raise CheckFailed("this check feeds the replicas with your split_batch, which is not "
+                          f"right yet: {failed.message}", failed.hint) from None
+    want_losses, want_weights, _ = reference_run()
+    for name in STRATEGIES:
+        if name == "default strategy":
+            continue
+        try:
+            losses, weights, copies = train(name, ex.split_batch, guarded(ex.replica_step))
+        except StepError as failed:
+            raise CheckFailed(
+                f"{name}: your replica_step raised {failed} on a replica batch of "
+                f"{failed.size} example(s) (global batch {failed.global_batch})",
+                diagnose_step(ex.replica_step) if failed.size == 0 else
+                "fix the error, then run the check again") from None
+        for k, copy_list in copies.items():
+            if any(not np.array_equal(c, copy_list[0]) for c in copy_list):
+                raise CheckFailed(f"{name}: the copies of variable {k!r} differ between "
+                                  "replicas", "every replica must get the same all-reduced "
+                                  "gradient: return the gradients from replica_step unchanged")
+        diff = max(float(np.max(np.abs(weights[k] - want_weights[k]))) for k in want_weights)
+        bad_loss = next((i for i, (a, b) in enumerate(zip(losses, want_losses))
+                         if not np.isclose(a, b, rtol=1e-4, atol=1e-6)), None)
+        if not diff <= TOLERANCE or bad_loss is not None:  # NaN weights fail too
+            detail = (f"step {bad_loss} (global batch {BATCH_SIZES[bad_loss]}) reports loss "
+                      f"{losses[bad_loss]:.6f}, one device {want_losses[bad_loss]:.6f}; "
+                      if bad_loss is not None else "")
+            raise CheckFailed(f"{name}: {detail}after {len(BATCH_SIZES)} steps the weights "
+                              f"differ from the default strategy's by up to {diff:.3g} "
+                              f"(tolerance {TOLERANCE:g})", diagnose_step(ex.replica_step))
+    return (f"OneDevice, Mirrored with 1-4 replicas and CentralStorage end within "
+            f"{TOLERANCE:g} of one device, global batches {', '.join(map(str, BATCH_SIZES))}")
+
+
+# -- exercise 3: predict_step_bytes -------------------------------------------------------------
+
+SYSTEM = "v100-nvlink2-25gbe"  # GPUs (NCCL needs them), NVLink 2 between them
+NBYTES = 1 << 20  # 1 MiB: 262,144 float32 parameters
+TIE = 0.01
+
+MAKERS = {
+    "one_device": lambda ctx, p: OneDeviceStrategy(ctx, 0),
+    "reduction_to_one": lambda ctx, p: MirroredStrategy(ctx, range(p), ReductionToOneDevice()),
+    "nccl": lambda ctx, p: MirroredStrategy(ctx, range(p), NcclAllReduce()),
+    "hierarchical_copy": lambda ctx, p: MirroredStrategy(ctx, range(p),
+                                                         HierarchicalCopyAllReduce()),
+    "central_storage": lambda ctx, p: CentralStorageStrategy(ctx, range(p)),
+}
+
+#: (strategy, replicas, hint)
+SCENARIOS = (
+    ("one_device", 1, "one device has nobody to exchange gradients with"),
+    ("reduction_to_one", 4,
+     "count the messages: p - 1 gradients go to device 0, then p - 1 copies of the sum come "
+     "back from it; each message is the whole gradient"),
+    ("nccl", 4,
+     "a ring all-reduce: each device sends 2(p - 1) chunks of n / p (lesson 01)"),
+    ("nccl", 8,
+     "a ring all-reduce: each device sends 2(p - 1) chunks of n / p; the total is "
+     "p times that"),
+    ("hierarchical_copy", 8,
+     "two halves of 4 devices: 3 gradients to each leader, a ring of the 2 leaders (each "
+     "sends 2 chunks of n / 2), then each leader sends the sum to its 3 other devices"),
+    ("central_storage", 4,
+     "the host sends the variables (n bytes) to every device, and every device sends its "
+     "gradient (n bytes) to the host; nothing is sent back after the update"),
+)
+
+
+@functools.lru_cache(maxsize=None)
+def measure_step_bytes(strategy: str, replicas: int, nbytes: int = NBYTES) -> tuple:
+    """(total, busiest sender) bytes of one simulated step: read the variables, compute the
+    gradients, reduce them, update. Senders are the devices and the host CPU."""
+    hw = Hardware.from_catalog(HardwareCatalog.default(), SYSTEM,
+                               Layout(tasks_per_machine=1, devices_per_task=replicas))
+
+    def main(ctx):
+        strategy_ = MAKERS[strategy](ctx, replicas)
+        with strategy_.scope():
+            variables = strategy_.variables({"w": np.zeros(nbytes // 4, np.float32)})
+        grads = yield from strategy_.run(lambda w: {"w": np.ones_like(w["w"])}, args=(variables,))
+        grads = yield from strategy_.extended.batch_reduce_to(ReduceOp.SUM, grads)
+        yield from strategy_.extended.update(variables, grads, lambda v, g: v - g)
+
+    trace = simulate({"worker": 1}, main, hardware=hw).trace
+    sent = Counter()
+    for flow in trace.flows:
+        sent[(flow.src_pid, flow.src_lane.split()[0])] += flow.args["bytes"]
+    return sum(sent.values()), max(sent.values(), default=0)
+
+
+def scenario_title(strategy, replicas) -> str:
+    return f"predict_step_bytes: {strategy} on {replicas} GPU{'s' * (replicas > 1)}"
+
+
+def _near(got, want) -> bool:
+    return abs(got - want) <= TIE * want if want else got == 0
+
+
+def check_bytes(scenario, ex) -> str:
+    strategy, replicas, hint = scenario
+    answer = ex.predict_step_bytes(strategy, replicas, NBYTES)
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
+        raise CheckFailed(f"predict_step_bytes returned {_short(answer)}; expected a pair "
+                          "(total bytes, bytes sent by the busiest device)",
+                          "return two numbers: return total, busiest")
+    total, busiest = (float(v) for v in answer)
+    want_total, want_busiest = measure_step_bytes(strategy, replicas)
+    case = f"{strategy}, {replicas} replica(s), gradient of {format_bytes(NBYTES)}"
+    measured = (f"the simulator measures {format_bytes(want_total)} in total and "
+                f"{format_bytes(want_busiest)} from the busiest sender")
+    if not _near(total, want_total) or not _near(busiest, want_busiest):
+        wrong = [w for w, ok in (("total", _near(total, want_total)),
+                                 ("busiest", _near(busiest, want_busiest))) if not ok]
+        raise CheckFailed(f"{case}: you predicted {total:,.0f} B in total and {busiest:,.0f} B "
+                          f"from the busiest sender ({' and '.join(wrong)} off); {measured}",
+                          hint)
+    return f"{format_bytes(want_total)} in total, {format_bytes(want_busiest)} busiest"
+
+
+# -- the list that simdist check runs -----------------------------------------------------------
+
+CHECKS = [
+    Check("split", "split_batch",
+          "split_batch: TF's per-replica sizes (ceil(B/N) each until the batch runs out)",
+          check_split),
+    Check("step_one_replica", "replica_step",
+          "replica_step: one replica with the whole batch gets its mean loss and gradient",
+          check_replica_step_alone),
+    Check("step_parity", "replica_step",
+          "replica_step: OneDevice, Mirrored (1-4 replicas), CentralStorage train like one "
+          "device", check_training),
+] + [
+    Check(f"bytes_{i + 1}", "predict_step_bytes", scenario_title(*s[:2]),
+          functools.partial(check_bytes, s))
+    for i, s in enumerate(SCENARIOS)
+]
