@@ -1,0 +1,40 @@
+"""Lesson 04, Devices and placement: your exercises.
+
+Replace each ``raise NotImplementedError(...)`` with your code, then run ``simdist check 04``
+(or the check cell of the notebook). ``tf`` is the TF module the caller passes in:
+``simdist.graph`` in the simulator, ``tf.compat.v1`` on real TensorFlow.
+"""
+
+
+def split_devices(variable_device="/cpu:0", compute_device="/gpu:0"):
+    """Exercise 1: return a *device function* for ``tf.device(...)``.
+
+    The function receives each op as it is created and returns a device string: put the
+    variables (op types "VariableV2" for TF1 variables, "VarHandleOp" for resource variables)
+    on ``variable_device`` and every other op on ``compute_device``.
+    """
+    raise NotImplementedError("exercise split_devices: return a function op -> device string")
+
+
+def predict_placement():
+    """Exercise 2: predict where each op of ``checks.placement_quiz`` runs.
+
+    Read ``placement_quiz`` in lessons/04_placement/checks.py (do not run it!). It runs on a
+    machine with two CPU devices and no GPU, with ``allow_soft_placement=True``. Return a dict
+    {op name: full device name} for the ops "a", "b", "c", "v", "d" and "e", e.g.
+    "/job:localhost/replica:0/task:0/device:CPU:0".
+    """
+    raise NotImplementedError("exercise predict_placement: return {op name: device}")
+
+
+def ordered_sum(tf, x):
+    """Exercise 3: build p = reduce_sum(x) (name "p"), q = reduce_mean(x) (name "q") and
+    big = matmul(x, x) (name "big"), so that ``big`` (memory-hungry) starts only after p and
+    q have finished, though it does not use their values. Return (p, q, big)."""
+    raise NotImplementedError("exercise ordered_sum: use tf.control_dependencies")
+
+
+def sharing_config(tf):
+    """Exercise 4: return a ``tf.ConfigProto`` with which two processes can share one GPU,
+    each taking at most 40% of its memory up front."""
+    raise NotImplementedError("exercise sharing_config: set gpu_options")

@@ -1,0 +1,39 @@
+"""Lesson 04, Devices and placement: reference solutions (same names as exercises.py)."""
+
+VARIABLE_OPS = ("VariableV2", "VarHandleOp")  # TF1 reference and resource variables
+
+
+def split_devices(variable_device="/cpu:0", compute_device="/gpu:0"):
+    """A device function: variables on ``variable_device``, every other op on
+    ``compute_device``."""
+    def device_fn(op):
+        return variable_device if op.type in VARIABLE_OPS else compute_device
+    return device_fn
+
+
+def predict_placement():
+    """Where the placer puts each op of ``checks.placement_quiz`` (2 CPU devices, no GPU,
+    soft placement on)."""
+    cpu = "/job:localhost/replica:0/task:0/device:CPU:"
+    return {
+        "a": cpu + "1",        # the scope /cpu:1
+        "b": cpu + "1",        # /cpu:1 merged with the inner partial spec: still CPU:1
+        "c": cpu + "0",        # no scope: the default device
+        "v": cpu + "1",        # the device function returns /cpu:1 for variables
+        "d": cpu + "0",        # the function sends other ops to /cpu:0
+        "e": cpu + "0",        # /gpu:0 does not exist: soft placement falls back to the CPU
+    }
+
+
+def ordered_sum(tf, x):
+    """``big`` = x @ x runs only after ``p`` and ``q`` have finished; returns (p, q, big)."""
+    p = tf.reduce_sum(x, name="p")
+    q = tf.reduce_mean(x, name="q")
+    with tf.control_dependencies([p, q]):
+        big = tf.matmul(x, x, name="big")
+    return p, q, big
+
+
+def sharing_config(tf):
+    """A ConfigProto for two processes sharing one GPU: each takes at most 40% of it."""
+    return tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.4))
