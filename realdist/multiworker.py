@@ -19,6 +19,7 @@ ignores logical CPUs), so more replicas per worker need that many GPUs per worke
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -76,7 +77,8 @@ def run_multi_worker(exercise: Exercise, timeout: float = 300, on_step=None):
     from .devices import gpus
 
     envs = worker_devices_env(exercise, len(gpus()))
-    job = {"mode": "train", "exercise": exercise.to_dict(), "timeout": timeout}
+    # the collectives' own timeout backs up the launcher's (which fires first, naming who hangs)
+    job = {"mode": "train", "exercise": exercise.to_dict(), "timeout": timeout + 10}
     outs = launch(job, envs, timeout, on_step)
     metadata = {**outs[0]["metadata"],
                 "devices": [d for out in outs for d in out["metadata"]["devices"]]}
@@ -85,16 +87,22 @@ def run_multi_worker(exercise: Exercise, timeout: float = 300, on_step=None):
     return result_from_workers(exercise, outs, metadata)
 
 
-def multi_worker_split(workers: int, examples: int, global_batch: int, timeout: float = 120):
+def multi_worker_split(workers: int, examples: int, global_batch: int, timeout: float = 120,
+                       **launch_options):
     """The ids every replica of a ``workers`` x 1 cluster receives, per worker and step."""
     job = {"mode": "split", "examples": examples, "global_batch": global_batch,
-           "timeout": timeout}
-    outs = launch(job, [{"CUDA_VISIBLE_DEVICES": ""}] * workers, timeout)
+           "timeout": timeout + 10}
+    outs = launch(job, [{"CUDA_VISIBLE_DEVICES": ""}] * workers, timeout, **launch_options)
     return [out["ids"] for out in outs]
 
 
-def launch(job: dict, envs: list[dict], timeout: float, on_step=None) -> list[dict]:
-    """Start one worker per entry of ``envs``, watch them, return their outputs in order."""
+def launch(job: dict, envs: list[dict], timeout: float, on_step=None,
+           worker: tuple = ("-m", "realdist.multiworker")) -> list[dict]:
+    """Start one worker per entry of ``envs``, watch them, return their outputs in order.
+
+    ``worker`` is the Python program each one runs (given the job directory as its argument):
+    this module's ``worker_main`` unless a test wraps it.
+    """
     deadline = time.monotonic() + timeout
     cluster = ClusterSpec({"worker": [f"localhost:{p}" for p in free_ports(len(envs))]})
     configs = tf_config_for_all_tasks(cluster)
@@ -106,14 +114,21 @@ def launch(job: dict, envs: list[dict], timeout: float, on_step=None) -> list[di
             for i, env in enumerate(envs):
                 with open(tmp / f"worker{i}.log", "wb") as log:
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "realdist.multiworker", str(tmp)],
+                        [sys.executable, *worker, str(tmp)],
                         env={**os.environ, **env, "TF_CONFIG": configs[f"worker:{i}"]},
-                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                        preexec_fn=_die_with_parent))
             _watch(procs, tmp, deadline, timeout, on_step)
         finally:
             for p in procs:
                 _kill_group(p)
         return [json.loads((tmp / f"worker{i}.json").read_text()) for i in range(len(envs))]
+
+
+def _die_with_parent() -> None:
+    """In the child: Linux sends it SIGKILL if the launcher dies without its ``finally``."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _kill_group(proc) -> None:
@@ -145,8 +160,9 @@ def _watch(procs, tmp: Path, deadline: float, timeout: float, on_step) -> None:
                 f"the multi-worker run did not finish within its timeout of {timeout:g} s "
                 f"({reported} steps reported by the chief); still running: "
                 f"{', '.join(f'worker:{i}' for i in running)} -- killed. A worker that hangs "
-                f"(or waits for a peer that never comes) looks like this. End of "
-                f"worker:{running[0]}'s log:\n{_log_tail(tmp / f'worker{running[0]}.log')}")
+                f"(or waits for a peer that never comes) looks like this. Their logs end:\n"
+                + "\n".join(f"  worker:{i}:\n{_log_tail(tmp / f'worker{i}.log', 6)}"
+                            for i in running))
         time.sleep(0.05)
 
 
@@ -189,7 +205,8 @@ def _fault(task_id: int):
 
     def before_step(k):
         if k == int(step):
-            print(f"{FAULT_ENV}: worker:{task_id} {kind}es before step {k}", flush=True)
+            verb = {"crash": "crashes", "hang": "hangs"}[kind]
+            print(f"{FAULT_ENV}: worker:{task_id} {verb} before step {k}", flush=True)
             if kind == "crash":
                 os._exit(3)
             time.sleep(10 ** 6)
