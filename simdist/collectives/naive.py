@@ -1,7 +1,7 @@
 """The naive collectives: everything through one root member.
 
-``reduce_to_one_all_reduce`` is what TF calls ``ReductionToOneDevice`` (the default
-cross-device op of MirroredStrategy on CPUs): every member sends its whole value to the root,
+``reduce_to_one_all_reduce`` is what TF calls ``ReductionToOneDevice`` (MirroredStrategy's
+fallback for mixed CPU and GPU devices and in TF 1 sessions): every member sends its whole value to the root,
 the root reduces and sends the result back to every member. The root's link carries
 2(p-1) whole values, so it gets slower as p grows; the ring avoids that hot spot.
 """

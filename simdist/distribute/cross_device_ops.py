@@ -6,9 +6,10 @@
   groups; each group reduces to its first device, the two leaders all-reduce, each leader
   broadcasts in its group.
 - ``ReductionToOneDevice``: everything to the first device, reduce there, copy back (the naive
-  one; MirroredStrategy's choice on CPUs).
-- ``CollectiveAllReduce``: MultiWorkerMirroredStrategy's all-reduce across every replica of
-  every worker, with ``CommunicationImplementation`` RING (TF's ring on gRPC) or NCCL.
+  one).
+- ``CollectiveAllReduce``: TF's collective all-reduce with ``CommunicationImplementation``
+  RING or NCCL: MultiWorkerMirroredStrategy's across every replica of every worker, and
+  MirroredStrategy's default since TF 2.x (RING on CPUs, NCCL on GPUs).
 
 Gradients are packed into ``num_packs`` flat buffers first (TF's ``num_packs``, Horovod's
 tensor fusion), so the latency is paid per pack, not per tensor.
@@ -52,6 +53,9 @@ class CrossDeviceOps:
 
     def __repr__(self):
         return f"{type(self).__name__}(num_packs={self.num_packs})"
+
+    def __str__(self):
+        return type(self).__name__
 
     def check_devices(self, ctx) -> None:
         kind = ctx.hardware.device.device_type
@@ -118,14 +122,19 @@ class CollectiveAllReduce(CrossDeviceOps):
         self.options = options
         self.needs_gpu = options.implementation is CommunicationImplementation.NCCL
 
+    def __str__(self):
+        return f"CollectiveAllReduce ({self.options.implementation.name})"
+
 
 CROSS_DEVICE_OPS = {"nccl": NcclAllReduce, "hierarchical_copy": HierarchicalCopyAllReduce,
                     "reduction_to_one": ReductionToOneDevice}
 
 
 def choose_the_best(ctx) -> CrossDeviceOps:
-    """MirroredStrategy's default: NCCL on GPUs, ReductionToOneDevice otherwise (as TF's
-    ``cross_device_ops_lib.select_cross_device_ops``)."""
+    """MirroredStrategy's default in TF 2.21 (``MirroredExtended._make_collective_ops_with_
+    fallbacks``): collective all-reduce, RING when the devices are CPUs, NCCL when they are
+    physical GPUs. (TF 1 sessions and mixed CPU/GPU device lists fall back to
+    ReductionToOneDevice; older TF 2 releases used it on CPUs too.)"""
     if ctx.hardware.device.device_type == "GPU":
-        return NcclAllReduce()
-    return ReductionToOneDevice()
+        return CollectiveAllReduce(CommunicationOptions(CommunicationImplementation.NCCL))
+    return CollectiveAllReduce(CommunicationOptions(CommunicationImplementation.RING))

@@ -89,7 +89,7 @@ def _reduction(strategy: Strategy) -> str:
         return "sent to the host CPU and added there"
     if strategy.num_replicas_in_sync == 1:
         return "none (one replica)"
-    return repr(strategy._cross_device_ops())
+    return str(strategy._cross_device_ops())
 
 
 def simulate_exercise(exercise: Exercise, transport=None, trace: bool = True,
