@@ -116,10 +116,12 @@ def sim_placement(fn, device_count=None, soft=False, machine=None) -> Placement:
     return Placement(devices, requested, _plain(values))
 
 
-def real_placement(fn, device_count=None, soft=False, timeout: float = 120) -> Placement:
-    """Run ``fn(tf.compat.v1)`` in a real TF Session with log_device_placement."""
+def real_placement(fn, device_count=None, soft=False, timeout: float = 120,
+                   extra_source: str = "") -> Placement:
+    """Run ``fn(tf.compat.v1)`` in a real TF Session with log_device_placement;
+    ``extra_source`` defines what ``fn`` calls (e.g. a lesson's solution.py)."""
     device_count = device_count or {"CPU": 2}
-    code = program_source(fn) + textwrap.dedent(f"""
+    code = extra_source + "\n" + program_source(fn) + textwrap.dedent(f"""
         graph = tf1.Graph()
         with graph.as_default():
             fetches = {fn.__name__}(tf1)
@@ -194,18 +196,20 @@ def counter_client(tf, target, worker, initialize, increments, device="/job:ps/t
     return seen
 
 
-def sim_shared_counter(increments=(3, 3)) -> dict:
+def sim_shared_counter(increments=(3, 3), client=None) -> dict:
     """Two clients of a {ps: 1, worker: 2} simdist cluster, one after the other, and a local
-    session: {"client0": [...], "client1": [...], "local": [...]}."""
+    session: {"client0": [...], "client1": [...], "local": [...]}. ``client`` is a
+    function like ``counter_client`` (default: that one)."""
     import simdist.graph as sim
 
+    counter_client_ = client or counter_client
     cluster = sim.ClusterSpec({"ps": 1, "worker": 2})
     servers = [sim.Server(cluster, job, i) for job in ("ps", "worker")
                for i in range(cluster.num_tasks(job))]
     try:
-        seen = {f"client{k}": counter_client(sim, servers[1 + k].target, k, k == 0, n)
+        seen = {f"client{k}": counter_client_(sim, servers[1 + k].target, k, k == 0, n)
                 for k, n in enumerate(increments)}
-        seen["local"] = counter_client(sim, "", 0, True, increments[0], device=None)
+        seen["local"] = counter_client_(sim, "", 0, True, increments[0], device=None)
         return seen
     finally:
         for server in servers:
@@ -222,9 +226,11 @@ sys.stdin.read()  # serve until the parent closes stdin (or kills us)
 """
 
 
-def real_shared_counter(increments=(3, 3), timeout: float = 120) -> dict:
+def real_shared_counter(increments=(3, 3), timeout: float = 120, source: str | None = None,
+                        ) -> dict:
     """The same on real TF: one process runs the ps and worker servers on free localhost
-    ports; each client is its own process, run one after the other; then a local session."""
+    ports; each client is its own process, run one after the other; then a local session.
+    ``source`` is code defining ``counter_client`` (default: this module's)."""
     cluster = {"ps": [f"localhost:{free_port()}"],
                "worker": [f"localhost:{free_port()}" for _ in range(2)]}
     servers = subprocess.Popen([sys.executable, "-c", PRELUDE + _SERVERS, json.dumps(cluster)],
@@ -234,7 +240,7 @@ def real_shared_counter(increments=(3, 3), timeout: float = 120) -> dict:
         line = servers.stdout.readline()
         if line.strip() != "READY":
             raise UnavailableError(f"the real TF servers did not start (got {line!r})")
-        client = program_source(counter_client)
+        client = (source or program_source(counter_client)) + "\n"
         seen = {}
         for k, n in enumerate(increments):
             target = f"grpc://{cluster['worker'][k]}"
