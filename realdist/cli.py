@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simdist.errors import DeadlineExceededError, SimdistError, UnavailableError
+from simdist.errors import (DeadlineExceededError, InvalidArgumentError, SimdistError,
+                            UnavailableError)
 from simdist.exercises import STRATEGIES, Exercise
 
 
@@ -107,8 +108,8 @@ def cmd_split(args) -> int:
 
     for name in ("replicas", "workers", "global_batch", "examples"):
         if getattr(args, name) < 1:
-            raise SimdistError(f"--{name.replace('_', '-')} must be >= 1, got "
-                               f"{getattr(args, name)}")
+            raise InvalidArgumentError(f"--{name.replace('_', '-')} must be >= 1, got "
+                                       f"{getattr(args, name)}")
     if args.strategy == "mirrored":
         from .devices import replica_devices
         from .split import received_ids

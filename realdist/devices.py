@@ -62,6 +62,8 @@ def replica_devices(n: int) -> tuple[list[str], str]:
     visible = gpus()
     if len(visible) >= n:
         return visible[:n], "GPU"
+    if visible:
+        print(f"realdist: {n} replicas but only {len(visible)} GPU(s): using {n} logical CPUs")
     return configure_cpus(n), "CPU"
 
 

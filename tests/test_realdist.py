@@ -234,3 +234,18 @@ def test_realdist_devices():
     assert lines[1].startswith("CPU: 1 physical") and lines[2].startswith("GPU: ")
     assert lines[3].startswith("TPU: none reachable") and "simulator-only" in lines[3]
     assert proc.stderr == ""  # TF's start-up chatter is kept out of the output
+
+
+@pytest.mark.timeout(60)
+def test_realdist_split_prints_what_each_replica_received():
+    proc = run_python(["-m", "realdist", "split", "mirrored", "--replicas", "4",
+                       "--global-batch", "7", "--examples", "9"], timeout=50)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "TF's split of global batches of 7 over 4 replicas "
+        "(simdist.data.split_global_batch: [2, 2, 2, 1])",
+        "step 0: worker:0 replica 0: [0, 1]; worker:0 replica 1: [2, 3]; "
+        "worker:0 replica 2: [4, 5]; worker:0 replica 3: [6]",
+        "step 1: worker:0 replica 0: [7]; worker:0 replica 1: [8]; worker:0 replica 2: []; "
+        "worker:0 replica 3: []"]
+    assert realdist_main(["split", "mirrored", "--global-batch", "0"]) == 2

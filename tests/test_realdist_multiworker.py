@@ -8,6 +8,7 @@ clear error in time, and no worker process survives (not even when the launcher 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -162,12 +163,13 @@ def test_a_worker_that_crashes_ends_the_run_at_once(tmp_path):
 @pytest.mark.timeout(90)
 def test_a_worker_that_hangs_ends_the_run_at_the_timeout(tmp_path):
     start = time.monotonic()
-    proc = realdist_run(tmp_path, "--timeout", "15", fault="hang:1:2")
+    proc = realdist_run(tmp_path, "--timeout", "20", fault="hang:1:2")
     took = time.monotonic() - start
-    assert 15 <= took < 30
+    assert 20 <= took < 40
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stderr.startswith("realdist: DeadlineExceededError: the multi-worker run did "
-                                  "not finish within its timeout of 15 s (2 steps reported")
+    # the chief reports steps 0 and 1, unless a loaded machine started TF too slowly for that
+    assert re.match(r"realdist: DeadlineExceededError: the multi-worker run did not finish "
+                    r"within its timeout of 20 s \([012] steps reported", proc.stderr)
     assert "still running: worker:0, worker:1 -- killed" in proc.stderr
     assert "REALDIST_FAULT: worker:1 hangs before step 2" in proc.stderr
     assert processes_mentioning(str(tmp_path)) == []
