@@ -68,7 +68,6 @@ def test_containers_isolate_and_reset_frees_them():
 def test_local_server_and_bad_targets():
     server = tf.train.Server.create_local_server()
     assert server.target.startswith("grpc://localhost:")
-    sess, inc = None, None
     with tf.Session(server.target) as sess:
         assert sess.run(tf.constant(3.0) * 2.0) == 6.0
         assert sess.list_devices() == ["/job:localhost/replica:0/task:0/device:CPU:0"]
@@ -91,8 +90,8 @@ def test_an_op_on_a_task_without_a_server_is_unavailable():
         v = tf.Variable(1.0, name="v")
     sess = tf.Session(worker.target)
     with pytest.raises(tf.errors.UnavailableError,
-                       match=r"op 'v/initial_value' is placed on /job:ps/task:0, but no server runs that "
-                             r"task \(address localhost:2223\)"):
+                       match=r"op 'v/initial_value' is placed on /job:ps/task:0, but no server "
+                             r"runs that task \(address localhost:2223\)"):
         sess.run(v.initializer)
     tf.train.Server(cluster, "ps", 0)
     sess = tf.Session(worker.target)

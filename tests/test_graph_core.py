@@ -250,7 +250,7 @@ def test_fetching_something_else_is_an_error():
 def test_same_program_same_trace():
     def program():
         tf.reset_default_graph()
-        xa, ya, w, loss = _linear_problem()
+        _, _, w, loss = _linear_problem()
         train = tf.train.AdamOptimizer(0.1).minimize(loss)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())

@@ -67,7 +67,7 @@ def test_placer_priorities():
     free = tf.constant(2.0, name="free")
     v = tf.Variable(3.0, name="v")
     with tf.device("/gpu:1"):
-        read = tf.identity(v.value(), name="read_on_gpu1")
+        tf.identity(v.value(), name="read_on_gpu1")
     machine = tf.Machine(gpus=2)
     sess = tf.Session(machine=machine)
     sess.run([explicit, free])
@@ -87,8 +87,8 @@ def test_placer_priorities():
 
 def test_int32_variable_has_no_gpu_kernel_unless_soft_placement():
     with tf.device("/gpu:0"):
-        counter = tf.Variable(0, name="counter")
-        x = tf.Variable(1.0, name="x")
+        tf.Variable(0, name="counter")
+        tf.Variable(1.0, name="x")
     machine = tf.Machine(gpus=1)
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"(?s)Cannot assign a device for operation counter: Could not satisfy "
@@ -211,7 +211,7 @@ def test_control_dependency_delays_an_op_without_a_data_edge():
     assert spans["late"].start >= max(spans["p"].end, spans["q"].end)
 
 
-# -- GPU memory -------------------------------------------------------------------------------------
+# -- GPU memory -----------------------------------------------------------------------------------
 
 def test_a_second_process_on_the_same_gpu_fails_by_default():
     machine = tf.Machine(gpus=1)

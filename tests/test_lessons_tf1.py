@@ -164,8 +164,9 @@ def test_committed_notebook_is_not_stale(lesson):
 
 
 NOTEBOOK_TEXT = {
-    "04": ["ops placed differently: {}", "y: (MatMul): /job:localhost/replica:0/task:0/"
-           "device:GPU:0", "InvalidArgumentError: Cannot assign a device for operation steps",
+    "04": ["ops placed differently: {}",
+           "y: (MatMul): /job:localhost/replica:0/task:0/device:GPU:0",
+           "InvalidArgumentError: Cannot assign a device for operation steps",
            "not done yet: exercise split_devices"],
     "05": ["client 0: [1, 2, 3]  client 1: [4, 5]  local session: [1, 2, 3]",
            "real TF: {'client0': [1, 2, 3], 'client1': [4, 5], 'local': [1, 2, 3]}",

@@ -7,6 +7,7 @@ each run on a cluster's devices (session.py, executor.py), servers and their res
 containers (server.py, runtime.py) and replica_device_setter (device_setter.py). Names
 follow tf.compat.v1; nothing here imports TensorFlow.
 """
+# ruff: noqa: F401  (this module re-exports tf.compat.v1's names)
 
 from types import SimpleNamespace
 
@@ -14,32 +15,94 @@ from .. import errors as _errors
 from ..cluster import ClusterSpec, DeviceSpec
 from . import ops as _ops
 from .config import ConfigProto, GPUOptions
-from .device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
+from .device_setter import (
+    GreedyLoadBalancingStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
+)
 from .dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64
 from .gradients import gradients
-from .graph import (Graph, Operation, Tensor, add_to_collection, colocate_with, container,
-                    control_dependencies, device, get_collection, get_default_graph, name_scope,
-                    reset_default_graph)
+from .graph import (
+    Graph,
+    Operation,
+    Tensor,
+    add_to_collection,
+    colocate_with,
+    container,
+    control_dependencies,
+    device,
+    get_collection,
+    get_default_graph,
+    name_scope,
+    reset_default_graph,
+)
 from .indexed_slices import IndexedSlices, IndexedSlicesValue
-from .ops import (add, add_n, argmax, cast, constant, convert_to_tensor, divide,
-                  embedding_lookup, gather, group, identity, matmul, multiply, negative, no_op,
-                  ones, ones_like, placeholder, reduce_mean, reduce_sum, relu, sigmoid,
-                  softmax_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
-                  sparse_softmax_cross_entropy_with_logits, sqrt, square, subtract, zeros,
-                  zeros_like)
-from .optimizers import (AdamOptimizer, GradientDescentOptimizer, MomentumOptimizer, Optimizer,
-                         create_global_step, get_global_step, get_or_create_global_step)
+from .ops import (
+    add,
+    add_n,
+    argmax,
+    cast,
+    constant,
+    convert_to_tensor,
+    divide,
+    embedding_lookup,
+    gather,
+    group,
+    identity,
+    matmul,
+    multiply,
+    negative,
+    no_op,
+    ones,
+    ones_like,
+    placeholder,
+    reduce_mean,
+    reduce_sum,
+    relu,
+    sigmoid,
+    softmax_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits_v2,
+    sparse_softmax_cross_entropy_with_logits,
+    sqrt,
+    square,
+    subtract,
+    zeros,
+    zeros_like,
+)
+from .optimizers import (
+    AdamOptimizer,
+    GradientDescentOptimizer,
+    MomentumOptimizer,
+    Optimizer,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+)
 from .placement import parse_placement_log
 from .runtime import Machine
 from .server import Server, running_servers, stop_all_servers
 from .session import Session, get_default_session
-from .variables import (AUTO_REUSE, Variable, assign, assign_add, assign_sub,
-                        constant_initializer, get_variable, global_variables,
-                        global_variables_initializer, glorot_uniform_initializer,
-                        initialize_all_variables, is_variable_initialized, ones_initializer,
-                        random_normal_initializer, random_uniform_initializer,
-                        trainable_variables, variable_scope, variables_initializer,
-                        zeros_initializer)
+from .variables import (
+    AUTO_REUSE,
+    Variable,
+    assign,
+    assign_add,
+    assign_sub,
+    constant_initializer,
+    get_variable,
+    global_variables,
+    global_variables_initializer,
+    glorot_uniform_initializer,
+    initialize_all_variables,
+    is_variable_initialized,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    trainable_variables,
+    variable_scope,
+    variables_initializer,
+    zeros_initializer,
+)
 
 sub, mul = subtract, multiply
 

@@ -141,7 +141,6 @@ class Executor:
                   if _task(self.placement[op]) == ctx.name]
         if procs:
             yield ctx.env.all_of(procs)
-        return None
 
     def _tag(self, item, dst) -> str:
         return f"{item.name} -> {dst}"

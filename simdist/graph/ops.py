@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .dtypes import DType, as_dtype, dtype_of, float32, int32, int64
+from .dtypes import as_dtype, dtype_of, float32, int64
 from .graph import Operation, Tensor, format_shape, get_default_graph
 from .indexed_slices import IndexedSlices
 from .registry import ANY_TYPE, register
@@ -482,6 +482,6 @@ def dense_shape_of(params: Tensor) -> Tensor:
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in (
-    "np", "annotations", "register", "ANY_TYPE", "DType", "Operation", "Tensor", "as_dtype",
+    "np", "annotations", "register", "ANY_TYPE", "Operation", "Tensor", "as_dtype",
     "dtype_of", "format_shape", "get_default_graph", "InvalidArgumentError", "IndexedSlices",
-    "float32", "int32", "int64")]
+    "float32", "int64")]

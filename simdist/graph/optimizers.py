@@ -16,8 +16,15 @@ from .gradients import gradients
 from .graph import get_default_graph
 from .indexed_slices import IndexedSlices
 from .registry import register
-from .variables import (GLOBAL_STEP, REF_INPUT_OPS, Variable, assign_add, get_variable,
-                        trainable_variables, zeros_initializer)
+from .variables import (
+    GLOBAL_STEP,
+    REF_INPUT_OPS,
+    Variable,
+    assign_add,
+    get_variable,
+    trainable_variables,
+    zeros_initializer,
+)
 
 
 def _dedup(indices, values):

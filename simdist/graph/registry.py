@@ -7,8 +7,8 @@ variable has no GPU kernel) and the gradient function used by ``gradients``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

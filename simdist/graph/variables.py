@@ -31,7 +31,7 @@ REF_INPUT_OPS = {"Assign", "AssignAdd", "AssignSub", "ScatterSub", "ApplyGradien
 class Ref:
     """A reference to a variable's buffer: (resource manager, container, name)."""
 
-    __slots__ = ("resources", "key", "op")
+    __slots__ = ("key", "op", "resources")
 
     def __init__(self, resources, key, op):
         self.resources, self.key, self.op = resources, key, op
@@ -98,7 +98,7 @@ register("IsVariableInitialized",
          flops=lambda *a: 0, stateful=True)
 
 
-# -- initializers ----------------------------------------------------------------------------------
+# -- initializers ---------------------------------------------------------------------------------
 
 
 class Initializer:
@@ -142,7 +142,7 @@ def glorot_uniform_initializer(seed=None):
     return Initializer(fn, "glorot_uniform")
 
 
-# -- Variable -----------------------------------------------------------------------------------------
+# -- Variable -------------------------------------------------------------------------------------
 
 
 class Variable:
@@ -279,7 +279,7 @@ def is_variable_initialized(variable):
                                [("bool", ())]).outputs[0]
 
 
-# -- get_variable and variable_scope ----------------------------------------------------------------
+# -- get_variable and variable_scope --------------------------------------------------------------
 
 
 def _scope_state(graph):
