@@ -21,16 +21,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --progress-bar on -e ".[dev]"
 	@touch $@
 
-# The flagship exercise: 4 replicas of synchronous SGD, simulated (4 workers, one MPI rank
-# each) and on real TensorFlow (MirroredStrategy on 4 logical CPUs), then side by side.
+# The flagship exercise: a 2-layer MLP on scikit-learn's digits, 4 replicas of synchronous
+# SGD, simulated (4 workers, one MPI rank each) and on real TensorFlow (MirroredStrategy on
+# 4 logical CPUs), then side by side.
+EXERCISE ?= --model mlp --dataset digits --global-batch 64 --steps 20
 demo: $(STAMP)
 	@mkdir -p out
 	@echo "== [1/3] simdist: MultiWorkerMirroredStrategy, 4 simulated workers, mpiexec -n 4"
 	$(MPIEXEC) $(MPIFLAGS) -n 4 $(BIN)/python -m mpi4py -m simdist run multi_worker_mirrored \
-		--workers 4 --replicas 1 --result out/sim.json --trace out/sim_trace.json \
+		--workers 4 --replicas 1 $(EXERCISE) --result out/sim.json --trace out/sim_trace.json \
 		--timeline out/sim_timeline.png --quiet
 	@echo "== [2/3] realdist: MirroredStrategy on 4 logical CPUs (real TensorFlow)"
-	$(BIN)/realdist run mirrored --replicas 4 --result out/real.json --trace out/real_trace.json
+	$(BIN)/realdist run mirrored --replicas 4 $(EXERCISE) --result out/real.json --trace out/real_trace.json
 	@echo "== [3/3] simulated vs real"
 	$(BIN)/simdist compare out/sim.json out/real.json -o out/compare.png
 	@echo "files: out/sim_trace.json, out/real_trace.json (open in https://ui.perfetto.dev),"
