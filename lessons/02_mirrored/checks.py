@@ -16,9 +16,16 @@ import numpy as np
 from simdist import Hardware, HardwareCatalog, Layout, simulate
 from simdist.collectives import ReduceOp
 from simdist.data import classification, split_global_batch
-from simdist.distribute import (CentralStorageStrategy, HierarchicalCopyAllReduce,
-                                MirroredStrategy, NcclAllReduce, OneDeviceStrategy,
-                                PerReplica, ReductionToOneDevice, Strategy)
+from simdist.distribute import (
+    CentralStorageStrategy,
+    HierarchicalCopyAllReduce,
+    MirroredStrategy,
+    NcclAllReduce,
+    OneDeviceStrategy,
+    PerReplica,
+    ReductionToOneDevice,
+    Strategy,
+)
 from simdist.lessons import Check, CheckFailed
 from simdist.models import make_model
 from simdist.plots import format_bytes
@@ -103,7 +110,7 @@ BATCH_SIZES = (8, 10, 7, 12, 3, 1, 16)
 TOLERANCE = 1e-5
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def problem():
     """(model, batches): a small MLP on Gaussian blobs, and the global batch of each step."""
     data = classification(n=256, features=8, classes=4, seed=SEED)
@@ -179,7 +186,7 @@ def train(name, split, step):
             parts = split(x, y, n)
             xs, ys = PerReplica(p[0] for p in parts), PerReplica(p[1] for p in parts)
             loss, grads = yield from strategy.run(
-                lambda xr, yr, w: step(model, w, xr, yr, b), args=(xs, ys, variables))
+                lambda xr, yr, w, b=b: step(model, w, xr, yr, b), args=(xs, ys, variables))
             if not isinstance(grads, dict) or set(grads) != set(variables):
                 raise CheckFailed(
                     f"replica_step returned gradients {_short(grads)}; expected a dict with "
@@ -198,7 +205,7 @@ def train(name, split, step):
     return result.returns["worker:0"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference_run():
     """The default strategy (one device, the whole batch) with TF's split and scaling."""
     return train("default strategy", reference_split, reference_step)
@@ -333,23 +340,23 @@ MAKERS = {
 SCENARIOS = (
     ("one_device", 1, "one device has nobody to exchange gradients with"),
     ("reduction_to_one", 4,
-     "count the messages: p - 1 gradients go to device 0, then p - 1 copies of the sum come "
-     "back from it; each message is the whole gradient"),
+     ("count the messages: p - 1 gradients go to device 0, then p - 1 copies of the sum come "
+      "back from it; each message is the whole gradient")),
     ("nccl", 4,
      "a ring all-reduce: each device sends 2(p - 1) chunks of n / p (lesson 01)"),
     ("nccl", 8,
-     "a ring all-reduce: each device sends 2(p - 1) chunks of n / p; the total is "
-     "p times that"),
+     ("a ring all-reduce: each device sends 2(p - 1) chunks of n / p; the total is "
+      "p times that")),
     ("hierarchical_copy", 8,
-     "two halves of 4 devices: 3 gradients to each leader, a ring of the 2 leaders (each "
-     "sends 2 chunks of n / 2), then each leader sends the sum to its 3 other devices"),
+     ("two halves of 4 devices: 3 gradients to each leader, a ring of the 2 leaders (each "
+      "sends 2 chunks of n / 2), then each leader sends the sum to its 3 other devices")),
     ("central_storage", 4,
-     "the host sends the variables (n bytes) to every device, and every device sends its "
-     "gradient (n bytes) to the host; nothing is sent back after the update"),
+     ("the host sends the variables (n bytes) to every device, and every device sends its "
+      "gradient (n bytes) to the host; nothing is sent back after the update")),
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def measure_step_bytes(strategy: str, replicas: int, nbytes: int = NBYTES) -> tuple:
     """(total, busiest sender) bytes of one simulated step: read the variables, compute the
     gradients, reduce them, update. Senders are the devices and the host CPU."""
