@@ -121,8 +121,10 @@ class Exercise:
     @staticmethod
     def add_arguments(parser, default_strategy: str = "mirrored") -> None:
         d = Exercise()
-        parser.add_argument("--replicas", type=int, default=d.devices_per_worker,
-                            help="replicas (devices) per worker (default 4)")
+        parser.add_argument("--replicas", type=int, default=None,
+                            help="replicas (devices) per worker (default 4; 1 for "
+                                 "multi_worker_mirrored, which real TF runs with one replica "
+                                 "per worker on CPUs)")
         parser.add_argument("--workers", type=int, default=None,
                             help="worker tasks (multi_worker_mirrored; default 2 for it)")
         parser.add_argument("--model", default=d.model, choices=list(MODELS))
@@ -141,12 +143,14 @@ class Exercise:
 
     @classmethod
     def from_args(cls, strategy: str, args, seed: int = 0, hardware: str = "cpu") -> Exercise:
-        workers = args.workers if args.workers is not None else (
-            2 if strategy == "multi_worker_mirrored" else 1)
+        multi = strategy == "multi_worker_mirrored"
+        workers = args.workers if args.workers is not None else (2 if multi else 1)
+        replicas = args.replicas if args.replicas is not None else (
+            1 if multi else Exercise.devices_per_worker)
         return cls(strategy=strategy, model=args.model, dataset=args.dataset,
                    global_batch=args.global_batch, steps=args.steps,
                    learning_rate=args.learning_rate, seed=seed, workers=workers,
-                   devices_per_worker=args.replicas, cross_device_ops=args.cross_device_ops,
+                   devices_per_worker=replicas, cross_device_ops=args.cross_device_ops,
                    communication=args.communication, hardware=hardware)
 
 
