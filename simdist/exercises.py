@@ -133,6 +133,8 @@ class Exercise:
         parser.add_argument("--global-batch", type=int, default=d.global_batch)
         parser.add_argument("--steps", type=int, default=d.steps)
         parser.add_argument("--learning-rate", type=float, default=d.learning_rate)
+        parser.add_argument("--hidden", type=int, default=d.hidden,
+                            help="hidden units of the mlp model (default 32)")
         parser.add_argument("--cross-device-ops", default=d.cross_device_ops,
                             choices=list(CROSS_DEVICE_OPS), help="MirroredStrategy's")
         parser.add_argument("--communication", default=d.communication,
@@ -151,7 +153,7 @@ class Exercise:
                    global_batch=args.global_batch, steps=args.steps,
                    learning_rate=args.learning_rate, seed=seed, workers=workers,
                    devices_per_worker=replicas, cross_device_ops=args.cross_device_ops,
-                   communication=args.communication, hardware=hardware)
+                   communication=args.communication, hardware=hardware, hidden=args.hidden)
 
 
 def _choice(what, value, choices):

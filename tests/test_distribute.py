@@ -262,3 +262,12 @@ def test_distribute_datasets_from_function_gives_each_worker_its_input_context()
     with pytest.raises(InvalidArgumentError, match="8 is not divisible by "
                                                    "num_replicas_in_sync 3"):
         _run(1, indivisible)
+
+
+def test_central_storage_on_one_device_keeps_the_variables_there():
+    one = simulate_exercise(Exercise(strategy="central_storage", devices_per_worker=1, steps=3))
+    assert one.metadata["bytes_moved_per_step"] == 0  # nothing crosses the host link
+    assert one.metadata["cross_device_ops"] == "none (one replica)"
+    assert not [s for s in one.trace.spans if s.lane == "host"]
+    four = simulate_exercise(Exercise(strategy="central_storage", steps=3))
+    assert [s for s in four.trace.spans if s.lane == "host" and s.name == "apply SGD"]

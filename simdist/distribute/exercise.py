@@ -85,7 +85,7 @@ def train(ctx, exercise: Exercise):
 
 def _reduction(strategy: Strategy) -> str:
     """How the strategy combines the replicas' gradients, in words for the report."""
-    if isinstance(strategy, CentralStorageStrategy):
+    if isinstance(strategy, CentralStorageStrategy) and strategy._central:
         return "sent to the host CPU and added there"
     if strategy.num_replicas_in_sync == 1:
         return "none (one replica)"

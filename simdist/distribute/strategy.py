@@ -268,18 +268,26 @@ class CentralStorageStrategy(Strategy):
     back, and the host adds the gradients and updates the variables. The bytes crossing the
     host link per step, 2 x replicas x model bytes, show in the trace."""
 
+    @property
+    def _central(self) -> bool:
+        """With one device TF keeps the variables on it: nothing goes through the host."""
+        return len(self._devices) > 1
+
     def variables(self, initial):
         if not self._in_scope:
             raise InvalidArgumentError("create variables inside `with strategy.scope():` so "
                                        "that CentralStorageStrategy can place them")
+        if not self._central:
+            return super().variables(initial)
         return {name: MirroredVariable(name, [value], [f"{self.ctx.device(0).rsplit('/', 1)[0]}"
                                                        f"/device:CPU:0 ({HOST})"])
                 for name, value in initial.items()}
 
     def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step"):
-        variables = [a for a in _walk(args) if isinstance(a, MirroredVariable)]
-        size = sum(v.numpy().nbytes for v in variables)
-        yield from self._host_to_devices(size, "read variables")
+        if self._central:
+            variables = [a for a in _walk(args) if isinstance(a, MirroredVariable)]
+            size = sum(v.numpy().nbytes for v in variables)
+            yield from self._host_to_devices(size, "read variables")
         return (yield from super().run(fn, args, kwargs, flops, nbytes, name))
 
     def _host_to_devices(self, nbytes, tag):
@@ -292,6 +300,8 @@ class CentralStorageStrategy(Strategy):
     def batch_reduce_to(self, op, values):
         """The replicas' gradients go to the host, which reduces them (and keeps the one
         result: every replica reads the variables from the host next step)."""
+        if not self._central:
+            return (yield from super().batch_reduce_to(op, values))
         op = ReduceOp.parse(op)
         flat, rebuild = _flatten(values)
         tag = f"gradients#{self.ctx.next_instance('central-storage')}"
@@ -312,6 +322,9 @@ class CentralStorageStrategy(Strategy):
 
     def update(self, variables, grads, fn, name="update"):
         """The host updates the one copy of each variable."""
+        if not self._central:
+            yield from super().update(variables, grads, fn, name)
+            return
         nbytes = flops = 0
         for k, var in variables.items():
             var.assign_each([fn(var.values[0], grads[k].values[0])])
