@@ -10,6 +10,7 @@ only moves it: ``InProcessTransport`` when every task lives in one Python proces
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -172,7 +173,7 @@ class MPITransport:
         """
         requests, received, tags = [], {}, {}
         for src, key, specs in incoming:
-            bufs = [np.empty(shape, dtype=np.dtype(dtype)) for dtype, shape in specs]
+            bufs = [BUFFERS.get(dtype, shape) for dtype, shape in specs]
             received[key] = bufs
             for buf in bufs:
                 tag = tags[("r", src)] = tags.get(("r", src), -1) + 1
@@ -187,6 +188,37 @@ class MPITransport:
                                                     dest=dst, tag=tag % 32000))
         self._MPI.Request.Waitall(requests)
         return received
+
+
+class BufferPool:
+    """Large buffers (received payloads, collective results) kept for reuse, as MPI libraries
+    keep their registered buffers:
+    a buffer is handed out again once nothing refers to it any more (the program dropped the
+    payload and every view of it), so that a collective called again and again does not
+    fault in fresh pages each time. Small buffers are not worth it and are not kept."""
+
+    MIN_BYTES = 1 << 20
+    MAX_BYTES = 256 << 20
+
+    def __init__(self):
+        self._free: dict[tuple, list[np.ndarray]] = {}
+        self._bytes = 0
+
+    def get(self, dtype, shape) -> np.ndarray:
+        dtype, shape = np.dtype(dtype), tuple(shape)
+        kept = self._free.get((dtype.str, shape), [])
+        for buf in kept:
+            if sys.getrefcount(buf) == 3:  # the list, this loop's name, getrefcount's argument
+                return buf
+        buf = np.empty(shape, dtype=dtype)
+        if buf.nbytes >= self.MIN_BYTES and self._bytes + buf.nbytes <= self.MAX_BYTES:
+            self._free.setdefault((dtype.str, shape), []).append(buf)
+            self._bytes += buf.nbytes
+        return buf
+
+
+#: the process's pool of large buffers (``BUFFERS.get(dtype, shape)``)
+BUFFERS = BufferPool()
 
 
 def _bytes_view(arr: np.ndarray):

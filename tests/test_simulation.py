@@ -223,3 +223,20 @@ def test_messages_between_devices_of_one_task_use_the_local_link():
     with pytest.raises(InvalidArgumentError, match="sends to itself"):
         simulate({"worker": 1}, lambda ctx: (yield ctx.send(0, "t", None, device=1,
                                                             dst_device=1)), hardware=hw)
+
+
+def test_buffer_pool_reuses_a_buffer_only_once_nothing_refers_to_it():
+    from simdist.comm import BufferPool
+
+    pool = BufferPool()
+    a = pool.get("float32", (1 << 18,))  # 1 MiB: pooled
+    address = a.__array_interface__["data"][0]
+    view = a[10:20]
+    del a
+    b = pool.get("float32", (1 << 18,))  # the view keeps the first buffer alive
+    assert b.__array_interface__["data"][0] != address
+    del view
+    c = pool.get("float32", (1 << 18,))
+    assert c.__array_interface__["data"][0] == address  # now it is free again
+    small = pool.get("float32", (16,))
+    assert pool.get("float32", (16,)) is not small  # small buffers are not pooled

@@ -11,7 +11,7 @@ import enum
 
 import numpy as np
 
-from ..comm import Phantom
+from ..comm import BUFFERS, Phantom
 from ..errors import InvalidArgumentError
 
 
@@ -114,10 +114,11 @@ def resplit(value, like_parts):
 
 
 def empty_like_flat(value):
-    """An uninitialized 1-D buffer for a value's result (a phantom stays a phantom)."""
+    """An uninitialized 1-D buffer for a value's result (a phantom stays a phantom); large
+    ones are recycled once the program has dropped them (``comm.BUFFERS``)."""
     if isinstance(value, Phantom):
         return Phantom(value.nbytes)
-    return np.empty(value.size, dtype=value.dtype)
+    return BUFFERS.get(value.dtype, (value.size,))
 
 
 def assign(dst, src):
