@@ -170,7 +170,9 @@ NOTEBOOK_TEXT = {
            "not done yet: exercise split_devices"],
     "05": ["client 0: [1, 2, 3]  client 1: [4, 5]  local session: [1, 2, 3]",
            "real TF: {'client0': [1, 2, 3], 'client1': [4, 5], 'local': [1, 2, 3]}",
-           "('worker:1', 2, [0.75, 0.75])", "not done yet: exercise counter_client"],
+           "('worker:1', 2, [0.75, 0.75])",
+           "[('worker:0', 1, [0.5, 0.5]), ('worker:1', 2, [0.75, 0.75])]",  # from flags
+           "not done yet: exercise counter_client"],
 }
 
 
