@@ -25,6 +25,28 @@ def mpi_simdist(n, args, timeout=120, cwd=None):
     return proc
 
 
+def run_notebook(notebook, monkeypatch, cell_timeout=240):
+    """Execute a notebook headless with simdist from this checkout; fail on any error cell.
+    Returns (the text of every output, the number of PNG images drawn)."""
+    import nbclient
+    import nbformat
+
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    monkeypatch.setenv("PYTHONPATH", path)  # the kernel imports simdist from this checkout
+    notebook = Path(notebook)
+    nb = nbformat.read(notebook, as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=cell_timeout, kernel_name="python3",
+                                     resources={"metadata": {"path": str(notebook.parent)}})
+    client.execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    errors = [f"{o.ename}: {o.evalue}" for o in outputs if o.output_type == "error"]
+    assert not errors, errors
+    text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                   for o in outputs)
+    images = sum("image/png" in o.get("data", {}) for o in outputs)
+    return text, images
+
+
 @pytest.fixture
 def python():
     return sys.executable

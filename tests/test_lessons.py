@@ -1,7 +1,6 @@
 """The lesson format (simdist.lessons) and lesson 01: checks, notebook, MPI exercise."""
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 from simdist import lessons
 from simdist.mpirun import run_mpi
 
-from .conftest import ROOT
+from .conftest import ROOT, run_notebook
 
 LESSON = ROOT / "lessons" / "01_collectives"
 NOTEBOOK = ROOT / "notebooks" / "01_collectives.ipynb"
@@ -170,20 +169,8 @@ def test_build_main_writes_and_checks_notebooks(tmp_path, capsys):
 
 @pytest.mark.timeout(240)
 def test_notebook_runs_top_to_bottom(monkeypatch):
-    import nbclient
-    import nbformat
-
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    monkeypatch.setenv("PYTHONPATH", path)  # the kernel imports simdist from this checkout
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=60, kernel_name="python3",
-                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
-    client.execute()
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) >= 4  # two timelines and two plots, drawn inline
-    text = "".join(o.get("text", "") for o in outputs)
+    text, images = run_notebook(NOTEBOOK, monkeypatch, cell_timeout=60)
+    assert images >= 4  # two timelines and two plots, drawn inline
     assert "ring == numpy sum on every worker: True" in text
     assert "not done yet: exercise ring_all_reduce" in text  # the stubs, checked in a cell
 

@@ -2,7 +2,6 @@
 checks against the solutions, the stubs and wrong answers; notebooks fresh and runnable."""
 
 import importlib.util
-import os
 import re
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 from simdist import lessons
 from simdist.mpirun import run_mpi
 
-from .conftest import ROOT
+from .conftest import ROOT, run_notebook
 
 MWMS_MPI = str(Path("lessons") / "03_multi_worker" / "mwms_mpi.py")
 
@@ -254,30 +253,9 @@ def test_committed_notebook_is_not_stale(lesson):
         f"notebooks/{lesson}.ipynb is out of date: run `simdist lesson build {lesson[:2]}`")
 
 
-def run_notebook(name, monkeypatch, cell_timeout=240):
-    """Execute notebooks/NAME.ipynb headless; (text of every output, number of images)."""
-    import nbclient
-    import nbformat
-
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    monkeypatch.setenv("PYTHONPATH", path)  # the kernel imports simdist from this checkout
-    notebook = ROOT / "notebooks" / f"{name}.ipynb"
-    nb = nbformat.read(notebook, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=cell_timeout, kernel_name="python3",
-                                     resources={"metadata": {"path": str(notebook.parent)}})
-    client.execute()
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    errors = [f"{o.ename}: {o.evalue}" for o in outputs if o.output_type == "error"]
-    assert not errors, errors
-    text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
-                   for o in outputs)
-    images = sum("image/png" in o.get("data", {}) for o in outputs)
-    return text, images
-
-
 @pytest.mark.timeout(300)
 def test_notebook_02_runs_top_to_bottom(monkeypatch):
-    text, images = run_notebook("02_mirrored", monkeypatch)
+    text, images = run_notebook(ROOT / "notebooks" / "02_mirrored.ipynb", monkeypatch)
     assert images >= 3  # two timelines and the step-time plot, drawn inline
     assert "global batch  6 over 4 replicas: [2, 2, 2, 0]" in text
     # four simulated replicas end with one device's weights (float32 rounding only)
@@ -292,7 +270,7 @@ def test_notebook_02_runs_top_to_bottom(monkeypatch):
 
 @pytest.mark.timeout(300)
 def test_notebook_03_runs_top_to_bottom(monkeypatch):
-    text, images = run_notebook("03_multi_worker", monkeypatch)
+    text, images = run_notebook(ROOT / "notebooks" / "03_multi_worker.ipynb", monkeypatch)
     assert images >= 3  # two timelines and the speed-up plot, drawn inline
     assert "worker:0: chief=True" in text and "worker:1: chief=False" in text
     diffs = [float(d) for d in re.findall(r"largest difference from one device ([0-9.e+-]+)",

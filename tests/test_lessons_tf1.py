@@ -2,14 +2,13 @@
 against solutions and stubs, wrong answers, notebooks, and the exercises on real TF."""
 
 import importlib.util
-import os
 
 import pytest
 
 from realdist import tf1 as real
 from simdist import lessons
 
-from .conftest import ROOT
+from .conftest import ROOT, run_notebook
 
 LESSONS = {"04": ("04_placement", 5, {"split_devices", "predict_placement", "ordered_sum",
                                       "sharing_config"}),
@@ -179,19 +178,8 @@ NOTEBOOK_TEXT = {
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("lesson", sorted(LESSONS))
 def test_notebook_runs_top_to_bottom(lesson, monkeypatch):
-    import nbclient
-    import nbformat
-
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    monkeypatch.setenv("PYTHONPATH", path)
     notebook = ROOT / "notebooks" / f"{LESSONS[lesson][0]}.ipynb"
-    nb = nbformat.read(notebook, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=150, kernel_name="python3",
-                                     resources={"metadata": {"path": str(notebook.parent)}})
-    client.execute()
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    assert len([o for o in outputs if "image/png" in o.get("data", {})]) >= 1
-    text = "".join(o.get("text", "") for o in outputs)
+    text, images = run_notebook(notebook, monkeypatch, cell_timeout=150)
+    assert images >= 1
     for expected in NOTEBOOK_TEXT[lesson]:
         assert expected in text, expected
