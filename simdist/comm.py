@@ -167,13 +167,15 @@ class MPITransport:
         """Move payload arrays between ranks.
 
         ``outgoing``: list of (dst_rank, key, arrays) this rank sends; ``incoming``: list of
-        (src_rank, key, [(dtype, shape), ...]) it receives. Both sides list messages in the
-        same global order, so the n-th transfer between two ranks uses MPI tag n.
+        (src_rank, key, [(dtype, shape), ...], into) it receives, ``into`` being the buffer
+        its one array should land in, or None. Both sides list messages in the same global
+        order, so the n-th transfer between two ranks uses MPI tag n.
         Returns {key: [arrays]} for the incoming messages.
         """
         requests, received, tags = [], {}, {}
-        for src, key, specs in incoming:
-            bufs = [BUFFERS.get(dtype, shape) for dtype, shape in specs]
+        for src, key, specs, into in incoming:
+            bufs = [into] if into is not None else \
+                [BUFFERS.get(dtype, shape) for dtype, shape in specs]
             received[key] = bufs
             for buf in bufs:
                 tag = tags[("r", src)] = tags.get(("r", src), -1) + 1

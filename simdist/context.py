@@ -211,18 +211,44 @@ class TaskContext:
             return HOST
         return f"{self.hardware.device.device_type}:{device}"
 
-    def recv(self, src=None, tag=None, src_device=None, device=None) -> Event:
+    def recv(self, src=None, tag=None, src_device=None, device=None, into=None) -> Event:
         """An event that happens when a message from ``src`` (any task if None) with ``tag``
         (any if None) has been delivered to ``device`` of this task (None: to the task
-        itself), from ``src_device`` (any if None); its value is the ``Message``."""
+        itself), from ``src_device`` (any if None); its value is the ``Message``.
+
+        ``into`` (a contiguous array; ``src`` and ``tag`` given, and no other message with
+        that source and tag) lets a transport that copies the payload between ranks land it
+        in that buffer, as MPI's receive buffers do: the payload is then ``into`` itself.
+        It is a hint: a payload that does not cross ranks arrives as it was sent.
+        """
         src_name = None if src is None else self._names[self._order_of(src)]
         event = Recv(self, src_name, tag, src_device, device)
+        if into is not None and src_name is not None and tag is not None:
+            event.into = into
         for msg in self._inbox:
             if event.matches(msg):
                 self._inbox.remove(msg)
                 return event.succeed(msg)
         self._waiting.append(event)
         return event
+
+    def landing_buffer(self, header):
+        """The ``into`` buffer of the one waiting receive this message will complete, if it
+        gave one that fits the payload (a single array of the same dtype and shape)."""
+        _, src, _, _, tag, _, desc, src_dev, dst_dev = header
+        if desc[0] != "array":
+            return None
+        waiting = [w for w in self._waiting
+                   if w.src == self._names[src] and w.tag == tag and w.device == dst_dev
+                   and w.src_device in (None, src_dev)]
+        if len(waiting) != 1 or waiting[0].into is None:
+            return None
+        into, ((dtype, shape),) = waiting[0].into, desc[-1]
+        if into.dtype.str != dtype or into.shape != tuple(shape) or \
+                not into.flags.c_contiguous:
+            return None
+        waiting[0].into = None  # one message per buffer
+        return into
 
     def deliver_at(self, arrival: int, header, payload):
         """Schedule the delivery of a message at its arrival time (called by the scheduler).
@@ -270,7 +296,7 @@ class TaskContext:
 class Recv(Event):
     """The event ``ctx.recv`` returns (a Recv op waiting for its tensor)."""
 
-    __slots__ = ("ctx", "src", "tag", "src_device", "device")
+    __slots__ = ("ctx", "src", "tag", "src_device", "device", "into")
 
     def __init__(self, ctx: TaskContext, src, tag, src_device=None, device=None):
         self.env = ctx.env
@@ -282,6 +308,7 @@ class Recv(Event):
         self.desc = None
         self.ctx, self.src, self.tag = ctx, src, tag
         self.src_device, self.device = src_device, device
+        self.into = None
 
     def matches(self, msg: Message) -> bool:
         return ((self.src is None or self.src == msg.src)

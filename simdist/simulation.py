@@ -101,7 +101,7 @@ def _simulate(cluster, main, hardware, seed, trace, transport, metadata) -> Simu
     while True:
         sent, outbox[:] = list(outbox), []
         info = transport.allgather(([m[0] for m in sent], env.peek(), len(env._live), env.now))
-        _move_payloads(transport, sent, info, rank_of, payloads)
+        _move_payloads(transport, sent, info, rank_of, payloads, contexts)
         network.egress([h for headers, *_ in info for h in headers])
         start = min(min(i[1] for i in info), network.next_time())
         if start == INFINITY:
@@ -141,8 +141,9 @@ def _simulate(cluster, main, hardware, seed, trace, transport, metadata) -> Simu
     return result
 
 
-def _move_payloads(transport, sent, info, rank_of, payloads):
-    """Hand this window's payload arrays to the rank of each message's destination."""
+def _move_payloads(transport, sent, info, rank_of, payloads, contexts):
+    """Hand this window's payload arrays to the rank of each message's destination (into the
+    receive buffer its receiver offered, when there is one: ``TaskContext.landing_buffer``)."""
     me = transport.rank
     outgoing = []
     for header, arrays, payload in sent:
@@ -157,7 +158,9 @@ def _move_payloads(transport, sent, info, rank_of, payloads):
             continue
         for h in headers:
             if rank_of[h[3]] == me:
-                incoming.append((src_rank, (h[1], h[2]), h[6][-1]))  # (dtype, shape) of each array
+                # (dtype, shape) of each array, and where the one array may land
+                incoming.append((src_rank, (h[1], h[2]), h[6][-1],
+                                 contexts[h[3]].landing_buffer(h)))
                 descs[(h[1], h[2])] = h[6]
     if outgoing or incoming:
         received = transport.exchange_payloads(outgoing, incoming)

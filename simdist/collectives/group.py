@@ -64,11 +64,13 @@ class Collective:
         self.ctx.send(order, self.tag(step, chunk), value, copy=False, device=self.device,
                       dst_device=device)
 
-    def recv(self, rank: int, step, expect=None, chunk=None):
-        """Receive from member ``rank`` (use with ``yield from``); check it against ``expect``."""
+    def recv(self, rank: int, step, expect=None, chunk=None, into=None):
+        """Receive from member ``rank`` (use with ``yield from``); check it against ``expect``.
+        ``into``: where the payload may land when it crosses ranks (see ``ctx.recv``; the
+        tag of a collective's message is unique, as that requires)."""
         src, src_device = self.members[rank % self.p]
         msg = yield self.ctx.recv(src, self.tag(step, chunk), src_device=src_device,
-                                  device=self.device)
+                                  device=self.device, into=into)
         if expect is not None:
             self._check(msg.payload, expect, rank)
         return msg.payload

@@ -38,10 +38,12 @@ def _ring(c: Collective, value, op: ReduceOp, pieces: int, reduce_steps: int,
     for s in range(steps):
         idx = (r + start_chunk_offset - s - 1) % p
         for j in range(pieces):
-            got = yield from c.recv(r - 1, s, expect=mine[idx][j], chunk=j)
-            if s < reduce_steps:
+            gather = s >= reduce_steps  # a finished piece: it may land in the result itself
+            got = yield from c.recv(r - 1, s, expect=mine[idx][j], chunk=j,
+                                    into=out[idx][j] if gather else None)
+            if not gather:
                 op.combine(mine[idx][j], got, out=out[idx][j])
-            else:
+            elif got is not out[idx][j]:
                 assign(out[idx][j], got)
             if s + 1 < steps:
                 c.send(r + 1, s + 1, out[idx][j], chunk=j)
