@@ -32,6 +32,10 @@ CROSS_DEVICE_OPS = ("auto", "nccl", "hierarchical_copy", "reduction_to_one")
 COMMUNICATIONS = ("auto", "ring", "nccl")
 
 
+#: the command-line option of each exercise field whose name differs from it
+OPTION = {"devices_per_worker": "--replicas", "global_batch": "--global-batch"}
+
+
 @dataclass
 class Exercise:
     """One synchronous data-parallel training exercise (the same in both halves)."""
@@ -75,7 +79,8 @@ class Exercise:
         for name in ("global_batch", "steps", "workers", "devices_per_worker", "hidden"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
+                label = f"{name} ({OPTION[name]})" if name in OPTION else name
+                raise InvalidArgumentError(f"{label} must be an int >= 1, got {value!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
             raise InvalidArgumentError(f"seed must be an int, got {self.seed!r}")
         if not isinstance(self.learning_rate, (int, float)) or not self.learning_rate > 0:

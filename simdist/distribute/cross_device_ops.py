@@ -45,6 +45,7 @@ class CrossDeviceOps:
 
     algorithm = "ring"
     needs_gpu = False
+    cpu_alternative = "ReductionToOneDevice"
 
     def __init__(self, num_packs: int = 1):
         if not isinstance(num_packs, int) or num_packs < 1:
@@ -63,7 +64,7 @@ class CrossDeviceOps:
             raise InvalidArgumentError(
                 f"{type(self).__name__} needs GPUs, but the hardware profile "
                 f"'{ctx.hardware.system.name}' has {kind} devices: pick a GPU profile (e.g. "
-                "--profile v100-nvlink2-25gbe) or ReductionToOneDevice")
+                f"--profile v100-nvlink2-25gbe) or {self.cpu_alternative}")
 
     def batch_all_reduce(self, ctx, members, tensors: list, device, op=ReduceOp.SUM):
         """All-reduce ``tensors`` (this member's list) over ``members`` (``yield from``)."""
@@ -115,6 +116,7 @@ class CollectiveAllReduce(CrossDeviceOps):
     implementation over gRPC, and what NCCL runs for large tensors)."""
 
     algorithm = "ring"
+    cpu_alternative = "the RING implementation (--communication ring)"
 
     def __init__(self, options: CommunicationOptions = CommunicationOptions(),
                  num_packs: int = 1):
