@@ -208,14 +208,17 @@ class BufferPool:
 
     def get(self, dtype, shape) -> np.ndarray:
         dtype, shape = np.dtype(dtype), tuple(shape)
-        kept = self._free.get((dtype.str, shape), [])
+        nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        if nbytes < self.MIN_BYTES:  # the common small message: no pool work at all
+            return np.empty(shape, dtype=dtype)
+        kept = self._free.setdefault((dtype.str, shape), [])
         for buf in kept:
             if sys.getrefcount(buf) == 3:  # the list, this loop's name, getrefcount's argument
                 return buf
         buf = np.empty(shape, dtype=dtype)
-        if buf.nbytes >= self.MIN_BYTES and self._bytes + buf.nbytes <= self.MAX_BYTES:
-            self._free.setdefault((dtype.str, shape), []).append(buf)
-            self._bytes += buf.nbytes
+        if self._bytes + nbytes <= self.MAX_BYTES:
+            kept.append(buf)
+            self._bytes += nbytes
         return buf
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..cluster import TFConfig
 from ..collectives import ReduceOp
+from ..comm import Phantom
 from ..context import HOST
 from ..data import split_bounds
 from ..errors import InvalidArgumentError
@@ -200,7 +201,7 @@ class Strategy:
         ``axis``, each replica first reduces its value along that axis (MEAN divides by the
         total count over all replicas)."""
         op = ReduceOp.parse(op)
-        local = [np.asarray(v) for v in _components(value, len(self._devices))]
+        local = [np.asarray(local_value(value, r)) for r in range(len(self._devices))]
         count = None
         if axis is not None:
             if op is ReduceOp.MEAN:
@@ -293,7 +294,7 @@ class CentralStorageStrategy(Strategy):
     def _host_to_devices(self, nbytes, tag):
         recvs = []
         for device in self._devices:
-            self.ctx.send(self.ctx.task, tag, _phantom(nbytes), device=None, dst_device=device)
+            self.ctx.send(self.ctx.task, tag, Phantom(nbytes), device=None, dst_device=device)
             recvs.append(self.ctx.recv(self.ctx.task, tag, src_device=None, device=device))
         yield self.ctx.env.all_of(recvs)
 
@@ -393,12 +394,6 @@ def compute_average_loss(per_example_loss, global_batch_size: int):
     return np.float32(np.sum(per_example_loss, dtype=np.float32) / np.float32(global_batch_size))
 
 
-def _components(value, n):
-    if isinstance(value, PerReplica):
-        return list(value.values) if len(value.values) == n else [value.values[0]] * n
-    return [value] * n
-
-
 def _walk(value):
     if isinstance(value, dict):
         for v in value.values():
@@ -417,12 +412,6 @@ def _flatten(values):
         return [values[k] for k in keys], lambda flat: dict(zip(keys, flat))
     values = list(values)
     return values, list
-
-
-def _phantom(nbytes):
-    from ..comm import Phantom
-
-    return Phantom(nbytes)
 
 
 __all__ = ["CentralStorageStrategy", "DistributedBatch", "InputContext", "MirroredStrategy",
