@@ -94,6 +94,7 @@ from .optimizers import (
     get_or_create_global_step,
 )
 from .io_ops import read_record
+from .script_ops import timed_py_func
 from .placement import parse_placement_log
 from .queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from .runtime import Machine
