@@ -67,6 +67,7 @@ def _build_every_op():
         "reduce_sum": lambda: tf.reduce_sum(h),
         "reduce_mean": lambda: tf.reduce_mean(h),
         "argmax": lambda: tf.argmax(h, axis=1),
+        "fill": lambda: tf.fill([3], tf.reduce_sum(h)),
         "cast": lambda: tf.cast(h, tf.float64),
         "relu": lambda: tf.nn.relu(h),
         "softmax_cross_entropy_with_logits": lambda: tf.nn.softmax_cross_entropy_with_logits(
@@ -104,6 +105,7 @@ def _build_every_data_flow_op():
     acc = tf.ConditionalAccumulator(tf.float32, shape=())
     acc.apply_grad(1.0), acc.take_grad(1), acc.num_accumulated(), acc.set_global_step(1)
     tf.read_record(4, read_us=1.0, seed=0)
+    tf.timed_py_func([], 1.0)
     tf.data.make_one_shot_iterator(tf.data.Dataset.from_tensor_slices([1.0, 2.0])).get_next()
 
 

@@ -135,8 +135,12 @@ def _apply_kernel(op, args, rt):
         raise InvalidArgumentError(
             f"Shape mismatch: expected {list(accumulator.shape)}, got "
             f"{list(np.shape(grad))}\n\t [[{{{{node {op.name}}}}}]]")
-    accumulator.apply(np.asarray(grad, accumulator.dtype.as_numpy_dtype), int(step))
+    global_step = accumulator.global_step  # before a take this gradient completes moves it
+    added = accumulator.apply(np.asarray(grad, accumulator.dtype.as_numpy_dtype), int(step))
     rt.record_size(accumulator)
+    rt.record("accumulators", "gradient applied" if added else "gradient dropped",
+              accumulator=accumulator.name, local_step=int(step),
+              global_step=global_step, source=op.inputs[2].op.device)
     return []
 
 

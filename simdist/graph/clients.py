@@ -36,12 +36,14 @@ class _Abandoned(BaseException):
 class Client:
     """One client program: a function run on its own thread, one step at a time."""
 
-    def __init__(self, name: str, fn, world):
+    def __init__(self, name: str, fn, world, daemon: bool = False):
         self.name, self.fn, self.world = name, fn, world
+        self.daemon = daemon  # a daemon thread (TF's daemon=True) may be left waiting
         self._go = threading.Semaphore(0)  # the simulation lets the thread run
         self._back = threading.Semaphore(0)  # the thread gives control back
         self._waits_on = None
         self._resume = (True, None)  # (ok, value or exception) for the thread's next step
+        self._abandoned = False
         self.finished = False
         self.result = self.error = None
         self.proc = None  # its process in the world, once started
@@ -84,6 +86,8 @@ class Client:
 
     def wait(self, event):
         """Block this client's thread until ``event`` happens; returns its value."""
+        if self._abandoned:  # e.g. a `finally:` that waits again while the thread unwinds
+            raise _Abandoned()
         self._waits_on = event
         self._back.release()
         self._go.acquire()
@@ -95,6 +99,7 @@ class Client:
     def abandon(self):
         """End the thread of a client the simulation left waiting (a ps in join())."""
         if self._thread.is_alive() and not self.finished:
+            self._abandoned = True
             self._resume = (False, _Abandoned())
             self._go.release()
             self._thread.join()

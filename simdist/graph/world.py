@@ -57,11 +57,14 @@ class World:
             raise
         return None if event is None else event.value
 
-    def start_client(self, name: str, fn) -> Client:
-        """Start ``fn()`` as a client program (a thread of the job) in this world."""
-        client = Client(name, fn, self)
+    def start_client(self, name: str, fn, daemon: bool = False) -> Client:
+        """Start ``fn()`` as a client program (a thread of the job) in this world; a
+        ``daemon`` one may still be waiting when everything else has ended (it is then
+        abandoned, as a Python daemon thread dies with its process)."""
+        client = Client(name, fn, self, daemon)
         self.clients.append(client)
-        client.proc = self.env.process(client.body(), name=f"client {name}", order=0)
+        client.proc = self.env.process(client.body(), name=f"client {name}", order=0,
+                                       daemon=daemon)
         return client
 
     def trace_since(self, marks: dict):

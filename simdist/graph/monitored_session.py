@@ -1,0 +1,173 @@
+"""Models tf.compat.v1.train.MonitoredTrainingSession: a session that runs hooks, and that
+the chief initializes while the other workers wait for it.
+
+As TF's ``MonitoredSession`` and ``SessionManager`` do it:
+
+- on creation every hook's ``begin`` runs, then the graph is finalized;
+- the chief creates its session, runs the variables' initializer, then the local
+  initializer (``local_variables_initializer``: each client's own variables, such as
+  SyncReplicasOptimizer's local step), and checks that every variable is initialized;
+- a non-chief worker creates a session, and while the chief has not initialized every
+  global variable yet it closes it, sleeps ``recovery_wait_secs`` (TF's default: 30 s of
+  simulated time here) and tries again, for at most ``max_wait_secs``; the trace shows that
+  wait on the worker's "session" lane;
+- then every hook's ``after_create_session`` runs (SyncReplicasOptimizer's hook starts the
+  chief's queue runner here), and each ``run`` calls ``before_run`` / ``after_run``, any of
+  which may stop the loop (``should_stop()``);
+- leaving the ``with`` block runs every hook's ``end``, asks the coordinator to stop and
+  gives the threads ``stop_grace_period_secs`` to end before going on without them, as TF
+  does (a SyncReplicasOptimizer chief whose queue runner waits for gradients that will
+  never come therefore waits the whole grace period: 120 s by default).
+
+Not simulated yet: checkpoints (``checkpoint_dir``), summaries, and the recreation of a
+session after a task fails.
+"""
+
+from __future__ import annotations
+
+from ..errors import DeadlineExceededError, InvalidArgumentError, OutOfRangeError
+from .coordinator import Coordinator
+from .graph import get_default_graph
+from .session import Session
+from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+from .variables import (
+    global_variables,
+    global_variables_initializer,
+    is_variable_initialized,
+    local_variables,
+    local_variables_initializer,
+)
+
+
+class MonitoredSession:
+    """A session with hooks (what ``MonitoredTrainingSession`` returns)."""
+
+    def __init__(self, master, is_chief, hooks, config, stop_grace_period_secs,
+                 max_wait_secs, recovery_wait_secs):
+        graph = get_default_graph()
+        self.graph, self._hooks = graph, list(hooks)
+        self._stop_grace_period_secs = stop_grace_period_secs
+        for hook in self._hooks:
+            hook.begin()
+        init_op = global_variables_initializer()
+        local_init_op = local_variables_initializer()
+        global_ready = [is_variable_initialized(v) for v in global_variables()]
+        all_ready = global_ready + [is_variable_initialized(v) for v in local_variables()]
+        graph.finalize()
+        if is_chief:
+            self._sess = Session(master, graph=graph, config=config)
+            self._sess.run(init_op)
+            self._sess.run(local_init_op)
+            if not all(self._sess.run(all_ready)):
+                raise RuntimeError("Init operations did not make model ready: some variables "
+                                   "are still uninitialized")
+        else:
+            self._sess = self._wait_for_session(master, graph, config, local_init_op,
+                                                global_ready, all_ready, max_wait_secs,
+                                                recovery_wait_secs)
+        self.coord = Coordinator()
+        for hook in self._hooks:
+            hook.after_create_session(self._sess, self.coord)
+        self._stop = False
+
+    @staticmethod
+    def _wait_for_session(master, graph, config, local_init_op, global_ready, all_ready,
+                          max_wait_secs, recovery_wait_secs):
+        """TF's SessionManager.wait_for_session: retry until the chief has initialized."""
+        waited = 0.0
+        began = None
+        while True:
+            sess = Session(master, graph=graph, config=config)
+            world = sess.world()
+            began = world.env.now if began is None else began
+            if all(sess.run(global_ready)):
+                sess.run(local_init_op)
+                if all(sess.run(all_ready)):
+                    if world.env.now > began:
+                        task = sess.default_task
+                        world.tasks.contexts[task].span(
+                            "session", "wait_for_session", "wait", began,
+                            world.env.now - began, reason="the chief had not initialized "
+                            "the variables yet")
+                    return sess
+            sess.close()
+            if waited + recovery_wait_secs > max_wait_secs:
+                raise DeadlineExceededError(f"Session was not ready after waiting "
+                                            f"{max_wait_secs} secs.")
+            world.wait(world.env.timeout(int(round(recovery_wait_secs * 1e9))))
+            waited += recovery_wait_secs
+
+    # -- TF's API ----------------------------------------------------------------------------
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Run ``fetches`` with every hook's ``before_run`` fetches; returns the caller's."""
+        context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self._sess)
+        asked = [hook.before_run(context) for hook in self._hooks]
+        feeds = dict(feed_dict or {})
+        for args in asked:
+            if args is not None and args.feed_dict:
+                clash = set(feeds) & set(args.feed_dict)
+                if clash:
+                    raise RuntimeError(f"Same tensor is fed by a SessionRunHook and user: "
+                                       f"{sorted(t.name for t in clash)}")
+                feeds.update(args.feed_dict)
+        extra = {k: args.fetches for k, args in enumerate(asked) if args is not None}
+        results, extra_values = self._sess.run([fetches, extra], feeds, options, run_metadata)
+        for k, hook in enumerate(self._hooks):
+            hook.after_run(context, SessionRunValues(extra_values.get(k)))
+        self._stop = self._stop or context.stop_requested
+        return results
+
+    def should_stop(self) -> bool:
+        return self._stop or self.coord.should_stop()
+
+    @property
+    def last_run(self):
+        return self._sess.last_run
+
+    def run_step_fn(self, step_fn):
+        raise InvalidArgumentError("MonitoredSession.run_step_fn is not simulated by simdist")
+
+    def close(self, _exception=None):
+        if self._sess.closed:
+            return
+        try:
+            if _exception is None:
+                for hook in self._hooks:
+                    hook.end(self._sess)
+        finally:
+            self.coord.request_stop()
+            self.coord.join(stop_grace_period_secs=self._stop_grace_period_secs,
+                            ignore_live_threads=True)
+            self._sess.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and issubclass(exc_type, (OutOfRangeError, StopIteration)):
+            exc_type = exc = None  # as TF: the end of the input ends the loop quietly
+        self.close(exc)
+        return exc_type is None
+
+
+def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaffold=None,
+                             hooks=None, chief_only_hooks=None, save_checkpoint_secs=None,
+                             save_summaries_steps=None, save_summaries_secs=None,
+                             config=None, stop_grace_period_secs=120, log_step_count_steps=100,
+                             max_wait_secs=7200, save_checkpoint_steps=None,
+                             summary_dir=None, recovery_wait_secs=30):
+    """tf.compat.v1.train.MonitoredTrainingSession (see the module docstring);
+    ``recovery_wait_secs`` is the SessionManager's (30 s in TF, not an argument there)."""
+    if checkpoint_dir is not None or scaffold is not None:
+        raise InvalidArgumentError("MonitoredTrainingSession: checkpoint_dir and scaffold are "
+                                   "not simulated by simdist yet; leave them None")
+    for label, value in (("stop_grace_period_secs", stop_grace_period_secs),
+                         ("max_wait_secs", max_wait_secs),
+                         ("recovery_wait_secs", recovery_wait_secs)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise InvalidArgumentError(f"MonitoredTrainingSession: {label}={value!r}, "
+                                       "expected a number of seconds >= 0")
+    all_hooks = list(hooks or []) + (list(chief_only_hooks or []) if is_chief else [])
+    return MonitoredSession(master, is_chief, all_hooks, config, stop_grace_period_secs,
+                            max_wait_secs, recovery_wait_secs)
