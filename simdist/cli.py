@@ -86,6 +86,11 @@ def build_parser(program=None) -> argparse.ArgumentParser:
                                   "SIM.json REAL.json [-o PNG]")
     compare.add_argument("rest", nargs=argparse.REMAINDER)
 
+    ps = sub.add_parser("ps", add_help=False,
+                        help="between-graph training on parameter servers, sync "
+                             "(SyncReplicasOptimizer) or async: simdist ps --help")
+    ps.add_argument("rest", nargs=argparse.REMAINDER)
+
     lesson = sub.add_parser("lesson", add_help=False,
                             help="lesson tools: simdist lesson build [NN|--all]")
     lesson.add_argument("rest", nargs=argparse.REMAINDER)
@@ -288,6 +293,12 @@ def cmd_compare(argv) -> int:
     return compare.main(argv)
 
 
+def cmd_ps(argv) -> int:
+    from .commands import ps
+
+    return ps.main(argv)
+
+
 def cmd_lesson(argv) -> int:
     from .commands import lesson
 
@@ -300,4 +311,5 @@ BENCHES = {"engine": "engine", "allreduce": "allreduce", "allreduce-formulas": "
 COMMANDS = {"list": cmd_list, "summary": cmd_summary, "plot": cmd_plot}
 #: commands that take their own options (listed in --help by build_parser)
 PASSTHROUGH = {"bench": cmd_bench, "plot-collectives": cmd_plot_collectives,
-               "check": cmd_check, "lesson": cmd_lesson, "compare": cmd_compare}
+               "check": cmd_check, "lesson": cmd_lesson, "compare": cmd_compare,
+               "ps": cmd_ps}

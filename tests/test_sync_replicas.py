@@ -159,3 +159,40 @@ def test_bad_input_is_one_clear_line():
         tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 0)
     with pytest.raises(ValueError, match="One of num_steps or last_step"):
         tf.train.StopAtStepHook()
+
+
+def test_the_ps_command_prints_the_counts_and_draws(tmp_path, capsys):
+    from simdist.cli import main
+
+    plot = tmp_path / "sync.png"
+    assert main(["ps", "--workers", "3", "--replicas-to-aggregate", "2", "--steps", "4",
+                 "--step-us", "1000,1000,3500", "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "sync training: global step 4" in out
+    assert "worker 2:" in out and "dropped" in out and "stop_grace_period_secs" in out
+    assert plot.stat().st_size > 10_000
+    assert main(["ps", "--mode", "async", "--workers", "2", "--steps", "4"]) == 0
+    assert "staleness" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--step-us", "1,x"], "--step-us '1,x': expected step times in us"),
+    (["--workers", "2", "--step-us", "1,2,3"], "step_us=[1.0, 2.0, 3.0], expected 2 step"),
+    (["--plot", "out.txt"], "--plot"),
+])
+def test_bad_ps_command_input_is_one_line_and_exit_2(capsys, argv, expected):
+    from simdist.cli import main
+
+    with pytest.raises(SystemExit) if argv[0] == "--step-us" else _no_exit() as done:
+        status = main(["ps"] + argv)
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # argparse: usage, then it
+    assert expected in last
+    assert (done.value.code if done else status) == 2
+
+
+class _no_exit:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False

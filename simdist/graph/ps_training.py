@@ -53,6 +53,41 @@ class PSTrainingRun:
     def worker_steps(self) -> dict:
         return {k: len(runs) for k, runs in self.worker_runs.items()}
 
+    def gradients_by_worker(self) -> dict:
+        """{worker: (applied, dropped)}: sync from the accumulators' instants (one variable's,
+        as every step sends one gradient per variable), async every run applies one."""
+        if self.mode == "async":
+            return {k: (len(runs), 0) for k, runs in self.worker_runs.items()}
+        counts = {k: [0, 0] for k in self.worker_runs}
+        events = [e for e in self.trace.instants
+                  if e.name in ("gradient applied", "gradient dropped")]
+        first = min((e.args["accumulator"] for e in events), default=None)
+        for event in events:
+            if event.args["accumulator"] == first:
+                worker = int(event.args["source"].rsplit(":", 1)[1])
+                counts[worker][event.name == "gradient dropped"] += 1
+        return {k: tuple(v) for k, v in counts.items()}
+
+    def describe(self) -> list[str]:
+        """A few lines for the command line."""
+        trained = max((t for runs in self.worker_runs.values() for t, _, _ in runs), default=0)
+        lines = [f"{self.mode} training: global step {self.global_step} after "
+                 f"{trained / 1e6:.2f} ms of simulated time"]
+        if self.end_time > trained + 1_000_000:
+            lines.append(f"  then the chief waited {(self.end_time - trained) / 1e9:.2f} s "
+                         "(its stop_grace_period_secs) for its queue runner, which waits for "
+                         "gradients that never come: TF's shutdown wait, 120 s by default")
+        for k, (applied, dropped) in self.gradients_by_worker().items():
+            losses = [loss for _, _, loss in self.worker_runs[k]]
+            lines.append(f"  worker {k}: {len(losses)} steps, {applied} gradients applied, "
+                         f"{dropped} dropped, loss {losses[0]:.3f} -> {losses[-1]:.3f}"
+                         if losses else f"  worker {k}: no step")
+        if self.staleness:
+            histogram = {s: self.staleness.count(s) for s in sorted(set(self.staleness))}
+            lines.append("  staleness (updates between a gradient's read and its apply): "
+                         + ", ".join(f"{s}: {n}x" for s, n in histogram.items()))
+        return lines
+
 
 def _check(workers, ps, steps, step_us, replicas_to_aggregate):
     for label, value in (("workers", workers), ("ps", ps), ("steps", steps)):
@@ -146,18 +181,56 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
         result = simulate_clients(clients)
     finally:
         stop_all_servers()
-    trace = result.trace
-    events = [e for e in trace.instants if e.name in ("gradient applied", "gradient dropped")]
-    # each step applies one gradient per variable: count the first variable's accumulator
-    first = min((e.args["accumulator"] for e in events), default=None)
-    mine = [e for e in events if e.args["accumulator"] == first]
     worker_runs = {k: result.returns[f"worker:{k}"][0] for k in range(workers)}
     staleness = [s for k in range(workers) for s in result.returns[f"worker:{k}"][1]]
-    if mode == "sync":
-        applied = sum(e.name == "gradient applied" for e in mine)
-        dropped = len(mine) - applied
-    else:
-        applied, dropped = len(staleness), 0
     final = max((step for runs in worker_runs.values() for _, step, _ in runs), default=0)
-    return PSTrainingRun(trace, mode, worker_runs, final, applied, dropped, staleness,
-                         result.end_time - result.start_time)
+    run = PSTrainingRun(result.trace, mode, worker_runs, final, 0, 0, staleness,
+                        result.end_time - result.start_time)
+    counts = run.gradients_by_worker().values()
+    run.applied, run.dropped = sum(a for a, _ in counts), sum(d for _, d in counts)
+    return run
+
+
+def plot_ps_training(run: PSTrainingRun, path=None):
+    """Each worker's loss against simulated time, the global step over time, and the
+    gradients: applied and dropped per worker (sync) or the staleness histogram (async).
+    Saved as a PNG if ``path``."""
+    from matplotlib.figure import Figure
+
+    from ..units import time_unit
+
+    fig = Figure(figsize=(12, 3.8), layout="constrained")
+    loss_ax, step_ax, grad_ax = fig.subplots(1, 3)
+    trained = max((t for runs in run.worker_runs.values() for t, _, _ in runs), default=1)
+    unit, scale = time_unit(max(trained, 1))
+    for k, runs in run.worker_runs.items():
+        times = [t / scale for t, _, _ in runs]
+        loss_ax.plot(times, [loss for _, _, loss in runs], marker=".", label=f"worker {k}")
+        step_ax.step(times, [step for _, step, _ in runs], where="post", label=f"worker {k}")
+    loss_ax.set(title="loss seen by each worker", xlabel=f"simulated time ({unit})",
+                ylabel="loss (its own shard)")
+    step_ax.set(title="global step after each run", xlabel=f"simulated time ({unit})",
+                ylabel="global step")
+    for ax in (loss_ax, step_ax):
+        ax.grid(color="0.9", linewidth=0.6)
+        ax.legend(fontsize=8)
+    if run.mode == "async":
+        values = sorted(set(run.staleness))
+        grad_ax.bar(values, [run.staleness.count(v) for v in values], color="tab:orange")
+        grad_ax.set(title="staleness of applied gradients", xlabel="updates in between",
+                    ylabel="gradients")
+    else:
+        counts = run.gradients_by_worker()
+        workers = list(counts)
+        grad_ax.bar(workers, [counts[k][0] for k in workers], label="applied",
+                    color="tab:green")
+        grad_ax.bar(workers, [counts[k][1] for k in workers],
+                    bottom=[counts[k][0] for k in workers], label="dropped (stale)",
+                    color="tab:red")
+        grad_ax.set(title="gradients per worker", xlabel="worker", ylabel="gradients",
+                    xticks=workers)
+        grad_ax.legend(fontsize=8)
+    fig.suptitle(f"between-graph {run.mode} training on parameter servers")
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
