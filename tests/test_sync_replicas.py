@@ -196,3 +196,43 @@ class _no_exit:
 
     def __exit__(self, *exc):
         return False
+
+
+STRAGGLERS = dict(workers=4, step_us=[1000, 1200, 1500, 6000], steps=30)
+
+
+def test_stale_gradients_make_a_high_learning_rate_diverge_and_the_remedies_help():
+    def final_loss(**options):
+        run = train_on_ps(mode="async", learning_rate=0.3, **options)
+        return run, run.worker_runs[0][-1][2]
+
+    alone, alone_loss = final_loss(workers=1, step_us=[1000], steps=30)
+    plain, plain_loss = final_loss(**STRAGGLERS)
+    assert max(alone.staleness) == 0 and alone_loss < 1e-3
+    assert max(plain.staleness) >= 10 and plain_loss > 1.0  # diverges: staleness up to 15
+    capped, capped_loss = final_loss(max_staleness=2, **STRAGGLERS)
+    assert max(capped.staleness) <= 2 and capped.dropped > 0 and capped_loss < plain_loss / 10
+    weighted, weighted_loss = final_loss(staleness_weighting=True, **STRAGGLERS)
+    assert weighted.dropped == 0 and weighted_loss < plain_loss / 10
+
+
+def test_a_lower_learning_rate_and_a_warm_up_also_tame_staleness():
+    low = train_on_ps(mode="async", learning_rate=0.1, **STRAGGLERS)
+    assert low.worker_runs[0][-1][2] < 0.05
+    warm = train_on_ps(mode="async", learning_rate=0.05, warmup_steps=10, **STRAGGLERS)
+    first_steps = [runs[0][1] for k, runs in warm.worker_runs.items() if k > 0]
+    assert min(first_steps) > 10  # the others only start once worker 0 reached step 10
+
+
+def test_backup_workers_shorten_steps_with_random_stragglers():
+    from simdist.graph.ps_training import backup_worker_sweep
+
+    rows = backup_worker_sweep(workers=5, backups=(0, 1, 2), steps=20, stall_us=6000,
+                               stall_probability=0.15)
+    times = [row["us_per_step"] for row in rows]
+    assert times[0] > times[1] > times[2]
+    # (workers - backups) x steps gradients make the steps; a few more may be accepted after
+    # the last take and never used
+    for row in rows:
+        assert 0 <= row["applied"] - (5 - row["backups"]) * 20 < 5
+    assert rows[0]["dropped"] < rows[2]["dropped"]

@@ -46,6 +46,16 @@ def main(argv=None) -> int:
                         help="each worker's compute time per step in us (default 1000 each)")
     parser.add_argument("--replicas-to-aggregate", type=int,
                         help="sync: gradients per step (default: --workers)")
+    parser.add_argument("--stall-us", type=float, default=0.0,
+                        help="a straggling step's time in us (with --stall-probability)")
+    parser.add_argument("--stall-probability", type=float, default=0.0,
+                        help="chance that a step straggles (seeded per worker)")
+    parser.add_argument("--max-staleness", type=int,
+                        help="async: drop gradients staler than this many updates")
+    parser.add_argument("--staleness-weighting", action="store_true",
+                        help="async: scale each gradient by 1 / (1 + its staleness)")
+    parser.add_argument("--warmup-steps", type=int, default=0,
+                        help="async: worker 0 trains alone until this global step")
     parser.add_argument("--learning-rate", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--trace", metavar="JSON", help="write the Chrome/Perfetto trace")
@@ -62,7 +72,11 @@ def main(argv=None) -> int:
         run = train_on_ps(workers=args.workers, ps=args.ps, mode=args.mode, steps=args.steps,
                           step_us=args.step_us,
                           replicas_to_aggregate=args.replicas_to_aggregate,
-                          learning_rate=args.learning_rate, seed=args.seed)
+                          learning_rate=args.learning_rate, seed=args.seed,
+                          stall_us=args.stall_us, stall_probability=args.stall_probability,
+                          max_staleness=args.max_staleness,
+                          staleness_weighting=args.staleness_weighting,
+                          warmup_steps=args.warmup_steps)
         for line in run.describe():
             print(line)
         if args.plot:

@@ -48,6 +48,8 @@ class PSTrainingRun:
     dropped: int
     staleness: list = field(default_factory=list)
     end_time: int = 0
+    async_dropped: dict = field(default_factory=dict)  # per worker: too stale (max_staleness)
+    ended_by: dict = field(default_factory=dict)  # per worker: "stopped" or why it gave up
 
     @property
     def worker_steps(self) -> dict:
@@ -57,7 +59,8 @@ class PSTrainingRun:
         """{worker: (applied, dropped)}: sync from the accumulators' instants (one variable's,
         as every step sends one gradient per variable), async every run applies one."""
         if self.mode == "async":
-            return {k: (len(runs), 0) for k, runs in self.worker_runs.items()}
+            return {k: (len(runs) - self.async_dropped.get(k, 0), self.async_dropped.get(k, 0))
+                    for k, runs in self.worker_runs.items()}
         counts = {k: [0, 0] for k in self.worker_runs}
         events = [e for e in self.trace.instants
                   if e.name in ("gradient applied", "gradient dropped")]
@@ -82,6 +85,10 @@ class PSTrainingRun:
             lines.append(f"  worker {k}: {len(losses)} steps, {applied} gradients applied, "
                          f"{dropped} dropped, loss {losses[0]:.3f} -> {losses[-1]:.3f}"
                          if losses else f"  worker {k}: no step")
+        for k, ended in self.ended_by.items():
+            if ended != "stopped":
+                lines.append(f"  worker {k} {ended} (operation_timeout_in_ms): the chief had "
+                             "stopped handing out tokens")
         if self.staleness:
             histogram = {s: self.staleness.count(s) for s in sorted(set(self.staleness))}
             lines.append("  staleness (updates between a gradient's read and its apply): "
@@ -115,9 +122,23 @@ def _shard(worker: int, seed: int):
 def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 10,
                 step_us=None, replicas_to_aggregate: int | None = None,
                 learning_rate: float = 0.05, seed: int = 0,
-                stop_grace_period_secs: float = 1.0) -> PSTrainingRun:
+                stop_grace_period_secs: float = 1.0, stall_us: float = 0.0,
+                stall_probability: float = 0.0, max_staleness: int | None = None,
+                staleness_weighting: bool = False, warmup_steps: int = 0,
+                worker_timeout_ms: int = 1000) -> PSTrainingRun:
     """Simulate the between-graph program; see the module docstring. ``step_us`` (one per
-    worker, default 1 ms each) is each worker's compute time per step."""
+    worker, default 1 ms each) is each worker's compute time per step; with
+    ``stall_probability`` a step takes ``stall_us`` instead (seeded per worker: random
+    stragglers).
+
+    The remedies for stale gradients, asynchronous mode only: ``max_staleness`` drops a
+    gradient staler than that, ``staleness_weighting`` scales it by 1 / (1 + staleness),
+    ``warmup_steps`` lets worker 0 train alone until the global step reaches it. With the
+    first two a worker computes its gradient in one run, reads the global step, decides,
+    and applies the (scaled) gradient in a second run, as a TF1 program has to.
+
+    A non-chief worker runs with ``operation_timeout_in_ms=worker_timeout_ms``: a backup
+    worker left waiting for a token after the chief stopped gives up (``ended_by``)."""
     import simdist.graph as tf
     from .script_ops import timed_py_func
 
@@ -132,6 +153,15 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
             f"train_on_ps: replicas_to_aggregate={aggregate} is more than the {workers} "
             "workers: TF (and simdist's SyncReplicasOptimizer) would accept it and fill each "
             "step with several gradients of one worker, which is not what the program studies")
+    if mode == "sync" and (max_staleness is not None or staleness_weighting or warmup_steps):
+        raise InvalidArgumentError("train_on_ps: max_staleness, staleness_weighting and "
+                                   "warmup_steps are remedies for asynchronous training: "
+                                   "use them with mode='async'")
+    if max_staleness is not None and (isinstance(max_staleness, bool) or not isinstance(
+            max_staleness, int) or max_staleness < 0):
+        raise InvalidArgumentError(f"train_on_ps: max_staleness={max_staleness!r}, expected "
+                                   "an int >= 0 or None")
+    two_phase = max_staleness is not None or staleness_weighting
     stop_all_servers()
     cluster = tf.train.ClusterSpec({
         "ps": [f"localhost:{2222 + i}" for i in range(ps)],
@@ -151,7 +181,9 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
                 b = tf.get_variable("b", initializer=np.zeros((), np.float32))
                 read_step = global_step.read_value()
                 # the worker's compute: step_us[k] of simulated time before its gradient
-                x = tf.constant(x_data) + 0.0 * timed_py_func([], step_us[k], name="compute")
+                compute = timed_py_func([], step_us[k], name="compute", stall_us=stall_us,
+                                        stall_probability=stall_probability, seed=seed + k)
+                x = tf.constant(x_data) + 0.0 * compute
                 error = tf.reduce_sum(x * w, axis=1) + b - tf.constant(y_data)
                 loss = tf.reduce_mean(tf.square(error))
                 optimizer = tf.train.GradientDescentOptimizer(learning_rate)
@@ -160,20 +192,47 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
                     optimizer = tf.train.SyncReplicasOptimizer(
                         optimizer, replicas_to_aggregate=aggregate, total_num_replicas=workers)
                     hooks.append(optimizer.make_session_run_hook(k == 0))
-                train_op = optimizer.minimize(loss, global_step=global_step)
+                if two_phase:  # the gradient in one run, fed to the update in another
+                    grads = [g for g, _ in optimizer.compute_gradients(loss, [w, b])]
+                    fed = [tf.placeholder(tf.float32, v.shape) for v in (w, b)]
+                    train_op = optimizer.apply_gradients(list(zip(fed, [w, b])), global_step)
+                else:
+                    train_op = optimizer.minimize(loss, global_step=global_step)
                 with tf.control_dependencies([train_op]):
                     step_after = global_step.read_value()
-            runs, stale = [], []
-            with tf.train.MonitoredTrainingSession(
-                    master=servers[k].target, is_chief=k == 0, hooks=hooks,
-                    stop_grace_period_secs=stop_grace_period_secs,
-                    recovery_wait_secs=0.001) as sess:
-                while not sess.should_stop():
-                    after, seen, value = sess.run([step_after, read_step, loss])
-                    if mode == "async":  # updates by others between its read and its own
-                        stale.append(int(after) - 1 - int(seen))
-                    runs.append((sess.last_run.end_time, int(after), float(value)))
-        return runs, stale
+            pause = timed_py_func([], 1000, name="wait_for_warmup")
+            runs, stale, dropped = [], [], []
+            # a backup worker can be left waiting for a token once the chief has stopped
+            # (on TF too): a non-chief gives up after operation_timeout_in_ms
+            config = tf.ConfigProto(operation_timeout_in_ms=0 if k == 0 else worker_timeout_ms)
+            try:
+                with tf.train.MonitoredTrainingSession(
+                        master=servers[k].target, is_chief=k == 0, hooks=hooks, config=config,
+                        stop_grace_period_secs=stop_grace_period_secs,
+                        recovery_wait_secs=0.001) as sess:
+                    while k > 0 and int(sess.run(read_step)) < min(warmup_steps, steps):
+                        sess.run(pause)  # poll every ms until worker 0 has warmed up
+                    while not sess.should_stop():
+                        if two_phase:
+                            values, seen, value = sess.run([grads, read_step, loss])
+                            staleness = int(sess.run(read_step)) - int(seen)
+                            if max_staleness is not None and staleness > max_staleness:
+                                dropped.append(staleness)
+                                runs.append((sess.last_run.end_time, int(seen) + staleness,
+                                             float(value)))
+                                continue
+                            scale = np.float32(1 / (1 + staleness) if staleness_weighting
+                                               else 1)
+                            after = sess.run(step_after, {f: v * scale
+                                                          for f, v in zip(fed, values)})
+                        else:
+                            after, seen, value = sess.run([step_after, read_step, loss])
+                        if mode == "async":  # updates by others between its read and its own
+                            stale.append(int(after) - 1 - int(seen))
+                        runs.append((sess.last_run.end_time, int(after), float(value)))
+            except tf.errors.DeadlineExceededError:
+                return runs, stale, dropped, "timed out waiting for a token"
+        return runs, stale, dropped, "stopped"
 
     clients = {f"worker:{k}": (lambda k=k: worker(k)) for k in range(workers)}
     clients.update({f"ps:{i}": server.join for i, server in enumerate(ps_servers)})
@@ -181,11 +240,14 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
         result = simulate_clients(clients)
     finally:
         stop_all_servers()
-    worker_runs = {k: result.returns[f"worker:{k}"][0] for k in range(workers)}
-    staleness = [s for k in range(workers) for s in result.returns[f"worker:{k}"][1]]
+    returns = [result.returns[f"worker:{k}"] for k in range(workers)]
+    worker_runs = {k: runs for k, (runs, *_) in enumerate(returns)}
+    staleness = [s for _, stale, *_ in returns for s in stale]
     final = max((step for runs in worker_runs.values() for _, step, _ in runs), default=0)
     run = PSTrainingRun(result.trace, mode, worker_runs, final, 0, 0, staleness,
-                        result.end_time - result.start_time)
+                        result.end_time - result.start_time,
+                        {k: len(dropped) for k, (_, _, dropped, _) in enumerate(returns)},
+                        {k: ended for k, (*_, ended) in enumerate(returns)})
     counts = run.gradients_by_worker().values()
     run.applied, run.dropped = sum(a for a, _ in counts), sum(d for _, d in counts)
     return run
@@ -234,3 +296,21 @@ def plot_ps_training(run: PSTrainingRun, path=None):
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def backup_worker_sweep(workers: int = 5, backups=(0, 1, 2), steps: int = 20,
+                        **options) -> list[dict]:
+    """Synchronous training with ``b`` of ``workers`` as backup workers (each step takes the
+    first ``workers - b`` gradients), for each ``b``: [{"backups", "us_per_step", "applied",
+    "dropped"}]. With random stragglers (``stall_probability``) backups shorten the steps."""
+    rows = []
+    for b in backups:
+        if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b < workers:
+            raise InvalidArgumentError(f"backup_worker_sweep: backups {b!r}, expected ints "
+                                       f"0..{workers - 1}")
+        run = train_on_ps(workers=workers, mode="sync", steps=steps,
+                          replicas_to_aggregate=workers - b, **options)
+        trained = max(t for runs in run.worker_runs.values() for t, _, _ in runs)
+        rows.append({"backups": b, "us_per_step": trained / 1000 / run.global_step,
+                     "applied": run.applied, "dropped": run.dropped})
+    return rows
