@@ -95,7 +95,8 @@ from .optimizers import (
     get_or_create_global_step,
 )
 from .io_ops import read_record
-from .basic_session_run_hooks import StopAtStepHook
+from .basic_session_run_hooks import CheckpointSaverHook, StopAtStepHook
+from .saver import Saver, get_checkpoint_state, latest_checkpoint
 from .monitored_session import MonitoredSession, MonitoredTrainingSession
 from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
 from .sync_replicas_optimizer import SyncReplicasOptimizer
@@ -141,6 +142,8 @@ train = SimpleNamespace(
     add_queue_runner=add_queue_runner, start_queue_runners=start_queue_runners,
     SyncReplicasOptimizer=SyncReplicasOptimizer, MonitoredTrainingSession=MonitoredTrainingSession,
     MonitoredSession=MonitoredSession, StopAtStepHook=StopAtStepHook,
+    CheckpointSaverHook=CheckpointSaverHook, Saver=Saver, latest_checkpoint=latest_checkpoint,
+    get_checkpoint_state=get_checkpoint_state,
     SessionRunHook=SessionRunHook, SessionRunArgs=SessionRunArgs,
     SessionRunContext=SessionRunContext, SessionRunValues=SessionRunValues,
     queue_runner=SimpleNamespace(QueueRunner=QueueRunner, add_queue_runner=add_queue_runner,

@@ -40,3 +40,58 @@ class StopAtStepHook(SessionRunHook):
         if int(run_values.results) + 1 >= self._last_step:
             if int(run_context.session.run(self._global_step)) >= self._last_step:
                 run_context.request_stop()
+
+
+class CheckpointSaverHook(SessionRunHook):
+    """tf.compat.v1.train.CheckpointSaverHook(checkpoint_dir, save_secs=None, save_steps=None,
+    saver=None, checkpoint_basename="model.ckpt"): save when the session is created, every
+    ``save_steps`` global steps or ``save_secs`` seconds of simulated time, and at the end."""
+
+    def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
+                 checkpoint_basename="model.ckpt"):
+        if (save_secs is None) == (save_steps is None):
+            raise ValueError("exactly one of every_n_secs and every_n_steps should be provided.")
+        for label, value in (("save_secs", save_secs), ("save_steps", save_steps)):
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or value <= 0):
+                raise InvalidArgumentError(f"CheckpointSaverHook: {label}={value!r}, expected "
+                                           "a number > 0")
+        self._dir, self._secs, self._steps = checkpoint_dir, save_secs, save_steps
+        self._saver, self._basename = saver, checkpoint_basename
+        self.saved: list = []  # the checkpoints this hook wrote (prefixes)
+
+    def begin(self):
+        from .saver import Saver
+
+        self._global_step = get_global_step()
+        if self._global_step is None:
+            raise RuntimeError("Global step should be created to use CheckpointSaverHook.")
+        if self._saver is None:
+            self._saver = Saver()
+
+    def after_create_session(self, session, coord):
+        self._save(session, int(session.run(self._global_step)))
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._global_step)
+
+    def after_run(self, run_context, run_values):
+        session = run_context.session
+        step = int(session.run(self._global_step))
+        due = (step >= self._last_step + self._steps if self._steps is not None else
+               session.world().env.now - self._last_time >= self._secs * 1e9)
+        if due:
+            self._save(session, step)
+
+    def end(self, session):
+        step = int(session.run(self._global_step))
+        if step != self._last_step:
+            self._save(session, step)
+
+    def _save(self, session, step):
+        import os
+
+        os.makedirs(self._dir, exist_ok=True)
+        self.saved.append(self._saver.save(session, os.path.join(self._dir, self._basename),
+                                           global_step=step))
+        self._last_step, self._last_time = step, session.world().env.now

@@ -19,15 +19,20 @@ As TF's ``MonitoredSession`` and ``SessionManager`` do it:
   does (a SyncReplicasOptimizer chief whose queue runner waits for gradients that will
   never come therefore waits the whole grace period: 120 s by default).
 
-Not simulated yet: checkpoints (``checkpoint_dir``), summaries, and the recreation of a
-session after a task fails.
+With ``checkpoint_dir`` the chief restores the latest checkpoint there instead of
+initializing (TF's SessionManager), and saves one when the session is created, every
+``save_checkpoint_steps`` global steps or ``save_checkpoint_secs`` simulated seconds (600 by
+default) and at the end (``CheckpointSaverHook``). Not simulated yet: summaries, scaffolds,
+and the recreation of a session after a task fails.
 """
 
 from __future__ import annotations
 
 from ..errors import DeadlineExceededError, InvalidArgumentError, OutOfRangeError
+from .basic_session_run_hooks import CheckpointSaverHook
 from .coordinator import Coordinator
 from .graph import get_default_graph
+from .saver import Saver, latest_checkpoint
 from .session import Session
 from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 from .variables import (
@@ -43,7 +48,7 @@ class MonitoredSession:
     """A session with hooks (what ``MonitoredTrainingSession`` returns)."""
 
     def __init__(self, master, is_chief, hooks, config, stop_grace_period_secs,
-                 max_wait_secs, recovery_wait_secs):
+                 max_wait_secs, recovery_wait_secs, checkpoint_dir=None, saver=None):
         graph = get_default_graph()
         self.graph, self._hooks = graph, list(hooks)
         self._stop_grace_period_secs = stop_grace_period_secs
@@ -54,9 +59,15 @@ class MonitoredSession:
         global_ready = [is_variable_initialized(v) for v in global_variables()]
         all_ready = global_ready + [is_variable_initialized(v) for v in local_variables()]
         graph.finalize()
+        restore_from = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
+        self.restored_from = None
         if is_chief:
             self._sess = Session(master, graph=graph, config=config)
-            self._sess.run(init_op)
+            if restore_from is not None:  # TF's SessionManager: restore rather than init
+                saver.restore(self._sess, restore_from)
+                self.restored_from = restore_from
+            else:
+                self._sess.run(init_op)
             self._sess.run(local_init_op)
             if not all(self._sess.run(all_ready)):
                 raise RuntimeError("Init operations did not make model ready: some variables "
@@ -159,9 +170,9 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
                              summary_dir=None, recovery_wait_secs=30):
     """tf.compat.v1.train.MonitoredTrainingSession (see the module docstring);
     ``recovery_wait_secs`` is the SessionManager's (30 s in TF, not an argument there)."""
-    if checkpoint_dir is not None or scaffold is not None:
-        raise InvalidArgumentError("MonitoredTrainingSession: checkpoint_dir and scaffold are "
-                                   "not simulated by simdist yet; leave them None")
+    if scaffold is not None:
+        raise InvalidArgumentError("MonitoredTrainingSession: scaffold is not simulated by "
+                                   "simdist; leave it None")
     for label, value in (("stop_grace_period_secs", stop_grace_period_secs),
                          ("max_wait_secs", max_wait_secs),
                          ("recovery_wait_secs", recovery_wait_secs)):
@@ -169,5 +180,15 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
             raise InvalidArgumentError(f"MonitoredTrainingSession: {label}={value!r}, "
                                        "expected a number of seconds >= 0")
     all_hooks = list(hooks or []) + (list(chief_only_hooks or []) if is_chief else [])
+    saver = None
+    if checkpoint_dir is not None:
+        saver = Saver()  # TF's Scaffold: a sharded saver of every global variable
+        if is_chief:
+            secs = save_checkpoint_secs if save_checkpoint_steps is None else None
+            if secs is None and save_checkpoint_steps is None:
+                secs = 600  # TF's default when neither is given
+            all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_secs=secs,
+                                                 save_steps=save_checkpoint_steps,
+                                                 saver=saver))
     return MonitoredSession(master, is_chief, all_hooks, config, stop_grace_period_secs,
-                            max_wait_secs, recovery_wait_secs)
+                            max_wait_secs, recovery_wait_secs, checkpoint_dir, saver)
