@@ -138,6 +138,14 @@ class Store:
                     self._dispatch()
                     return
 
+    def fail_waiters(self, error: BaseException):
+        """Fail every waiting put and get with ``error`` (the task holding the store died)."""
+        waiting = [entry[0] for entry in list(self._puts) + list(self._gets)]
+        self._puts.clear()
+        self._gets.clear()
+        for event in waiting:
+            event.fail(error)
+
     def _take(self, n: int) -> list:
         """Remove and return ``n`` items (FIFO here)."""
         return [self.items.popleft() for _ in range(n)]

@@ -56,6 +56,12 @@ class AccumulatorResource:
         self._dispatch()
         return event
 
+    def fail_waiters(self, error):
+        """Fail every waiting take with ``error`` (the task holding it died)."""
+        takers, self.takers = self.takers, deque()
+        for event, _ in takers:
+            event.fail(error)
+
     def cancel(self, event, error):
         self.takers = deque(t for t in self.takers if t[0] is not event)
         event.fail(error)

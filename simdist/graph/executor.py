@@ -24,7 +24,7 @@ import numpy as np
 
 from ..device_spec import DeviceSpec
 from ..core import Interrupt
-from ..errors import CancelledError, DeadlineExceededError, OutOfRangeError
+from ..errors import CancelledError, DeadlineExceededError, OutOfRangeError, UnavailableError
 from ..payloads import Phantom
 from ..resources import Pool
 from .graph import Tensor
@@ -197,6 +197,9 @@ class Executor:
             waits.append(self.done[c] if same else self.arrived[(c, ctx.name)])
         if waits:
             yield ctx.env.all_of(waits)
+        if runtime.down:
+            raise UnavailableError(f"task {ctx.name} is unavailable: it failed and has not "
+                                   f"restarted (op {op.name})")
         pool = self.tasks.pools[ctx.name]
         held = yield from _take_thread(pool)
         try:
@@ -264,6 +267,10 @@ class Executor:
             return
         except BaseException as error:  # handed to the session, which raises it
             self._fail(error)
+
+    def abort(self, error):
+        """End the run with ``error`` from outside (its client's process died)."""
+        self._fail(error)
 
     def _fail(self, error):
         if self.error is not None:

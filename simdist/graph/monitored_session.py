@@ -28,7 +28,13 @@ and the recreation of a session after a task fails.
 
 from __future__ import annotations
 
-from ..errors import DeadlineExceededError, InvalidArgumentError, OutOfRangeError
+from ..errors import (
+    AbortedError,
+    DeadlineExceededError,
+    InvalidArgumentError,
+    OutOfRangeError,
+    UnavailableError,
+)
 from .basic_session_run_hooks import CheckpointSaverHook
 from .coordinator import Coordinator
 from .graph import get_default_graph
@@ -44,74 +50,116 @@ from .variables import (
 )
 
 
+#: the errors after which TF's MonitoredSession makes a new session and goes on
+PREEMPTION_ERRORS = (AbortedError, UnavailableError)
+
+
 class MonitoredSession:
-    """A session with hooks (what ``MonitoredTrainingSession`` returns)."""
+    """A session with hooks (what ``MonitoredTrainingSession`` returns). Like TF's, it is
+    recoverable: when a run (or a queue runner thread) fails with ``AbortedError`` or
+    ``UnavailableError`` (a task failed), it closes the session, makes a new one as at the
+    start (the chief restores the latest checkpoint or initializes, the others wait until
+    the model is ready; a try that fails is retried after ``recovery_wait_secs``), calls
+    the hooks' ``after_create_session`` again, and runs the call again."""
 
     def __init__(self, master, is_chief, hooks, config, stop_grace_period_secs,
                  max_wait_secs, recovery_wait_secs, checkpoint_dir=None, saver=None):
         graph = get_default_graph()
         self.graph, self._hooks = graph, list(hooks)
+        self._master, self._is_chief, self._config = master, is_chief, config
         self._stop_grace_period_secs = stop_grace_period_secs
+        self._max_wait_secs, self._recovery_wait_secs = max_wait_secs, recovery_wait_secs
+        self._checkpoint_dir, self._saver = checkpoint_dir, saver
         for hook in self._hooks:
             hook.begin()
-        init_op = global_variables_initializer()
-        local_init_op = local_variables_initializer()
-        global_ready = [is_variable_initialized(v) for v in global_variables()]
-        all_ready = global_ready + [is_variable_initialized(v) for v in local_variables()]
+        self._init_op = global_variables_initializer()
+        self._local_init_op = local_variables_initializer()
+        self._global_ready = [is_variable_initialized(v) for v in global_variables()]
+        self._all_ready = self._global_ready + [is_variable_initialized(v)
+                                                for v in local_variables()]
         graph.finalize()
-        restore_from = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
         self.restored_from = None
-        if is_chief:
-            self._sess = Session(master, graph=graph, config=config)
-            if restore_from is not None:  # TF's SessionManager: restore rather than init
-                saver.restore(self._sess, restore_from)
-                self.restored_from = restore_from
-            else:
-                self._sess.run(init_op)
-            self._sess.run(local_init_op)
-            if not all(self._sess.run(all_ready)):
-                raise RuntimeError("Init operations did not make model ready: some variables "
-                                   "are still uninitialized")
-        else:
-            self._sess = self._wait_for_session(master, graph, config, local_init_op,
-                                                global_ready, all_ready, max_wait_secs,
-                                                recovery_wait_secs)
-        self.coord = Coordinator()
-        for hook in self._hooks:
-            hook.after_create_session(self._sess, self.coord)
+        self.recoveries = 0  # how many times a task's failure made a new session
         self._stop = False
+        self._sess = self.coord = None
+        self._create_session()
 
-    @staticmethod
-    def _wait_for_session(master, graph, config, local_init_op, global_ready, all_ready,
-                          max_wait_secs, recovery_wait_secs):
-        """TF's SessionManager.wait_for_session: retry until the chief has initialized."""
+    def _create_session(self):
+        """Make the session (retrying after a task's failure), then run the hooks'
+        ``after_create_session`` with a new coordinator."""
         waited = 0.0
-        began = None
         while True:
-            sess = Session(master, graph=graph, config=config)
-            world = sess.world()
-            began = world.env.now if began is None else began
-            if all(sess.run(global_ready)):
-                sess.run(local_init_op)
-                if all(sess.run(all_ready)):
+            sess = Session(self._master, graph=self.graph, config=self._config)
+            try:
+                if self._is_chief:
+                    self._prepare(sess)
+                else:
+                    self._wait_until_ready(sess, waited)
+                self._sess, self.coord = sess, Coordinator()
+                for hook in self._hooks:
+                    hook.after_create_session(sess, self.coord)
+                return
+            except PREEMPTION_ERRORS:
+                sess.close()
+                if waited + self._recovery_wait_secs > self._max_wait_secs:
+                    raise
+                world = sess.world()
+                world.wait(world.env.timeout(int(round(self._recovery_wait_secs * 1e9))))
+                waited += self._recovery_wait_secs
+
+    def _prepare(self, sess):
+        """TF's SessionManager.prepare_session: restore the latest checkpoint, else
+        initialize; then the local initializer."""
+        restore_from = latest_checkpoint(self._checkpoint_dir) if self._checkpoint_dir \
+            else None
+        if restore_from is not None:
+            self._saver.restore(sess, restore_from)
+            self.restored_from = restore_from
+        else:
+            sess.run(self._init_op)
+        sess.run(self._local_init_op)
+        if not all(sess.run(self._all_ready)):
+            raise RuntimeError("Init operations did not make model ready: some variables "
+                               "are still uninitialized")
+
+    def _wait_until_ready(self, sess, waited):
+        """TF's SessionManager.wait_for_session: retry until the chief has initialized."""
+        world = sess.world()
+        began = world.env.now
+        while True:
+            if all(sess.run(self._global_ready)):
+                sess.run(self._local_init_op)
+                if all(sess.run(self._all_ready)):
                     if world.env.now > began:
-                        task = sess.default_task
-                        world.tasks.contexts[task].span(
+                        world.tasks.contexts[sess.default_task].span(
                             "session", "wait_for_session", "wait", began,
                             world.env.now - began, reason="the chief had not initialized "
                             "the variables yet")
-                    return sess
-            sess.close()
-            if waited + recovery_wait_secs > max_wait_secs:
+                    return
+            if waited + self._recovery_wait_secs > self._max_wait_secs:
                 raise DeadlineExceededError(f"Session was not ready after waiting "
-                                            f"{max_wait_secs} secs.")
-            world.wait(world.env.timeout(int(round(recovery_wait_secs * 1e9))))
-            waited += recovery_wait_secs
+                                            f"{self._max_wait_secs} secs.")
+            world.wait(world.env.timeout(int(round(self._recovery_wait_secs * 1e9))))
+            waited += self._recovery_wait_secs
+
+    def _recover(self):
+        """A task failed: drop this session (its threads get the grace period) and make a
+        new one."""
+        self.recoveries += 1
+        self._close_session()
+        self._create_session()
 
     # -- TF's API ----------------------------------------------------------------------------
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Run ``fetches`` with every hook's ``before_run`` fetches; returns the caller's."""
+        while True:
+            try:
+                return self._run_once(fetches, feed_dict, options, run_metadata)
+            except PREEMPTION_ERRORS:
+                self._recover()
+
+    def _run_once(self, fetches, feed_dict, options, run_metadata):
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self._sess)
         asked = [hook.before_run(context) for hook in self._hooks]
         feeds = dict(feed_dict or {})
@@ -130,7 +178,14 @@ class MonitoredSession:
         return results
 
     def should_stop(self) -> bool:
-        return self._stop or self.coord.should_stop()
+        """True once a hook asked to stop or the coordinator stopped; a thread's
+        ``AbortedError`` / ``UnavailableError`` makes a new session instead (as TF)."""
+        if self._stop:
+            return True
+        if isinstance(self.coord.requested_exception(), PREEMPTION_ERRORS):
+            self._recover()
+            return False
+        return self.coord.should_stop()
 
     @property
     def last_run(self):
@@ -138,6 +193,15 @@ class MonitoredSession:
 
     def run_step_fn(self, step_fn):
         raise InvalidArgumentError("MonitoredSession.run_step_fn is not simulated by simdist")
+
+    def _close_session(self):
+        self.coord.request_stop()
+        try:
+            self.coord.join(stop_grace_period_secs=self._stop_grace_period_secs,
+                            ignore_live_threads=True)
+        except PREEMPTION_ERRORS:
+            pass  # the failure that brought us here
+        self._sess.close()
 
     def close(self, _exception=None):
         if self._sess.closed:

@@ -50,6 +50,8 @@ class PSTrainingRun:
     end_time: int = 0
     async_dropped: dict = field(default_factory=dict)  # per worker: too stale (max_staleness)
     ended_by: dict = field(default_factory=dict)  # per worker: "stopped" or why it gave up
+    recoveries: dict = field(default_factory=dict)  # per worker: sessions remade or restarts
+    restored_from: str | None = None  # the last checkpoint the chief restored
 
     @property
     def worker_steps(self) -> dict:
@@ -125,7 +127,8 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
                 stop_grace_period_secs: float = 1.0, stall_us: float = 0.0,
                 stall_probability: float = 0.0, max_staleness: int | None = None,
                 staleness_weighting: bool = False, warmup_steps: int = 0,
-                worker_timeout_ms: int = 1000) -> PSTrainingRun:
+                worker_timeout_ms: int = 1000, failures=(), checkpoint_dir=None,
+                save_checkpoint_steps: int | None = None) -> PSTrainingRun:
     """Simulate the between-graph program; see the module docstring. ``step_us`` (one per
     worker, default 1 ms each) is each worker's compute time per step; with
     ``stall_probability`` a step takes ``stall_us`` instead (seeded per worker: random
@@ -138,7 +141,12 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
     and applies the (scaled) gradient in a second run, as a TF1 program has to.
 
     A non-chief worker runs with ``operation_timeout_in_ms=worker_timeout_ms``: a backup
-    worker left waiting for a token after the chief stopped gives up (``ended_by``)."""
+    worker left waiting for a token after the chief stopped gives up (``ended_by``).
+
+    ``failures``: [(task, at_us, down_us)], e.g. ("ps:0", 5000, 2000): the task fails at
+    that simulated time and restarts ``down_us`` later; every MonitoredTrainingSession
+    recovers as TF's does (a lost ps: the chief restores the latest checkpoint of
+    ``checkpoint_dir``, saved every ``save_checkpoint_steps``, or starts over without one)."""
     import simdist.graph as tf
     from .script_ops import timed_py_func
 
@@ -168,6 +176,12 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
         "worker": [f"localhost:{2222 + ps + i}" for i in range(workers)]})
     ps_servers = [Server(cluster, "ps", i) for i in range(ps)]
     servers = [Server(cluster, "worker", i) for i in range(workers)]
+
+    # per worker: (runs, staleness, async drops), its MonitoredSessions (one more after
+    # each restart), how it ended
+    record: dict = {}
+    sessions: dict = {}
+    ended_by: dict = {}
 
     def worker(k):
         x_data, y_data = _shard(k, seed)
@@ -201,7 +215,8 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
                 with tf.control_dependencies([train_op]):
                     step_after = global_step.read_value()
             pause = timed_py_func([], 1000, name="wait_for_warmup")
-            runs, stale, dropped = [], [], []
+            # a restarted worker (after a failure) goes on with the same records
+            runs, stale, dropped = (record.setdefault(k, ([], [], []))[i] for i in range(3))
             # a backup worker can be left waiting for a token once the chief has stopped
             # (on TF too): a non-chief gives up after operation_timeout_in_ms
             config = tf.ConfigProto(operation_timeout_in_ms=0 if k == 0 else worker_timeout_ms)
@@ -209,7 +224,9 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
                 with tf.train.MonitoredTrainingSession(
                         master=servers[k].target, is_chief=k == 0, hooks=hooks, config=config,
                         stop_grace_period_secs=stop_grace_period_secs,
-                        recovery_wait_secs=0.001) as sess:
+                        recovery_wait_secs=0.001, checkpoint_dir=checkpoint_dir,
+                        save_checkpoint_steps=save_checkpoint_steps) as sess:
+                    sessions.setdefault(k, []).append(sess)
                     while k > 0 and int(sess.run(read_step)) < min(warmup_steps, steps):
                         sess.run(pause)  # poll every ms until worker 0 has warmed up
                     while not sess.should_stop():
@@ -231,23 +248,40 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
                             stale.append(int(after) - 1 - int(seen))
                         runs.append((sess.last_run.end_time, int(after), float(value)))
             except tf.errors.DeadlineExceededError:
-                return runs, stale, dropped, "timed out waiting for a token"
-        return runs, stale, dropped, "stopped"
+                ended_by[k] = "timed out waiting for a token"
+                return
+        ended_by[k] = "stopped"
 
     clients = {f"worker:{k}": (lambda k=k: worker(k)) for k in range(workers)}
     clients.update({f"ps:{i}": server.join for i, server in enumerate(ps_servers)})
     try:
+        if failures:
+            from .server import cluster_of_running_servers
+            from .world import world_of
+
+            _, runtimes = cluster_of_running_servers()
+            world = world_of(runtimes, next(iter(runtimes.values())).machine.hardware)
+            for task, at_us, down_us in failures:
+                restart = None
+                if task.startswith("worker:") and task[7:].isdigit():
+                    restart = lambda k=int(task[7:]): worker(k)  # noqa: E731
+                world.schedule_failure(task, world.env.now + int(at_us * 1000),
+                                       None if down_us is None else int(down_us * 1000),
+                                       restart)
         result = simulate_clients(clients)
     finally:
         stop_all_servers()
-    returns = [result.returns[f"worker:{k}"] for k in range(workers)]
-    worker_runs = {k: runs for k, (runs, *_) in enumerate(returns)}
-    staleness = [s for _, stale, *_ in returns for s in stale]
+    worker_runs = {k: record[k][0] for k in range(workers)}
+    staleness = [s for k in range(workers) for s in record[k][1]]
     final = max((step for runs in worker_runs.values() for _, step, _ in runs), default=0)
     run = PSTrainingRun(result.trace, mode, worker_runs, final, 0, 0, staleness,
                         result.end_time - result.start_time,
-                        {k: len(dropped) for k, (_, _, dropped, _) in enumerate(returns)},
-                        {k: ended for k, (*_, ended) in enumerate(returns)})
+                        {k: len(record[k][2]) for k in range(workers)},
+                        {k: ended_by.get(k, "killed") for k in range(workers)})
+    run.recoveries = {k: sum(sess.recoveries for sess in sessions.get(k, []))
+                      + len(sessions.get(k, [])) - 1 for k in range(workers)}
+    run.restored_from = next((sess.restored_from for sess in reversed(sessions.get(0, []))
+                              if sess.restored_from), None)
     counts = run.gradients_by_worker().values()
     run.applied, run.dropped = sum(a for a, _ in counts), sum(d for _, d in counts)
     return run

@@ -46,12 +46,13 @@ class QueueRunner:
         world = sess.world()
         self._running[sess] = len(self.enqueue_ops)
         threads = [world.start_client(f"{self.name}/QueueRunner {i}",
-                                      lambda op=op: self._run(sess, op, coord), daemon)
+                                      lambda op=op: self._run(sess, op, coord), daemon,
+                                      sess.default_task)
                    for i, op in enumerate(self.enqueue_ops)]
         if coord is not None:
             threads.append(world.start_client(f"{self.name}/close_on_stop",
                                               lambda: self._close_on_stop(sess, coord),
-                                              daemon))
+                                              daemon, sess.default_task))
             for thread in threads:
                 coord.register_thread(thread)
         return threads

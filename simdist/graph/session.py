@@ -105,7 +105,14 @@ class Session:
                 "that run sessions must be simulated ones (tf.train.QueueRunner, "
                 "tf.simulate_clients), not threading.Thread")
         marks = None if in_client else world.stream_marks()
-        world.wait(executor.start(world.tasks))
+        if in_client:
+            client.task = client.task or self.default_task
+            client.run = executor
+        try:
+            world.wait(executor.start(world.tasks))
+        finally:
+            if in_client:
+                client.run = None
         self._last.run = executor.finish(None if in_client else world.trace_since(marks))
         if executor.error is not None:
             raise executor.error
