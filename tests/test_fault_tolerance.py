@@ -71,3 +71,15 @@ def test_failures_are_deterministic(tmp_path):
 def test_a_failure_of_a_task_that_does_not_exist_is_one_clear_line():
     with pytest.raises(InvalidArgumentError, match="task 'ps:3' is not in this cluster"):
         train_on_ps(failures=[("ps:3", 1000, 1000)], **SYNC)
+
+
+def test_the_ps_command_injects_a_failure_and_reports_the_recovery(tmp_path, capsys):
+    from simdist.cli import main
+
+    plot = tmp_path / "ft.png"
+    assert main(["ps", "--steps", "8", "--fail", "ps:0,5000,2000", "--checkpoint-dir",
+                 str(tmp_path / "ckpt"), "--save-checkpoint-steps", "2", "--plot",
+                 str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "ps:0: task failed at 5.00 ms" in out and "ps:0: task restarted at 7.00 ms" in out
+    assert "the chief restored" in out and plot.stat().st_size > 10_000

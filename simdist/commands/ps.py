@@ -31,6 +31,18 @@ def _step_times(text: str) -> list[float]:
     return times
 
 
+def _failure(text: str) -> tuple:
+    from ..errors import InvalidArgumentError
+
+    parts = text.rsplit(",", 2)
+    try:
+        task, at_us, down_us = parts[0], float(parts[1]), float(parts[2])
+    except (IndexError, ValueError):
+        raise InvalidArgumentError(f"--fail {text!r}: expected TASK,AT_US,DOWN_US (e.g. "
+                                   "ps:0,8000,2000: ps:0 fails 8 ms in, back 2 ms later)") from None
+    return task, at_us, down_us
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="simdist ps", description=__doc__,
@@ -56,6 +68,14 @@ def main(argv=None) -> int:
                         help="async: scale each gradient by 1 / (1 + its staleness)")
     parser.add_argument("--warmup-steps", type=int, default=0,
                         help="async: worker 0 trains alone until this global step")
+    parser.add_argument("--fail", type=option_type(_failure), action="append", default=[],
+                        metavar="TASK,AT_US,DOWN_US",
+                        help="inject a failure: TASK (ps:0, worker:1...) fails AT_US into the "
+                             "run and restarts DOWN_US later (repeatable)")
+    parser.add_argument("--checkpoint-dir", metavar="DIR",
+                        help="the chief saves checkpoints here and restores from them")
+    parser.add_argument("--save-checkpoint-steps", type=int,
+                        help="save a checkpoint every this many global steps")
     parser.add_argument("--learning-rate", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--trace", metavar="JSON", help="write the Chrome/Perfetto trace")
@@ -76,7 +96,9 @@ def main(argv=None) -> int:
                           stall_us=args.stall_us, stall_probability=args.stall_probability,
                           max_staleness=args.max_staleness,
                           staleness_weighting=args.staleness_weighting,
-                          warmup_steps=args.warmup_steps)
+                          warmup_steps=args.warmup_steps, failures=args.fail,
+                          checkpoint_dir=args.checkpoint_dir,
+                          save_checkpoint_steps=args.save_checkpoint_steps)
         for line in run.describe():
             print(line)
         if args.plot:

@@ -87,6 +87,14 @@ class PSTrainingRun:
             lines.append(f"  worker {k}: {len(losses)} steps, {applied} gradients applied, "
                          f"{dropped} dropped, loss {losses[0]:.3f} -> {losses[-1]:.3f}"
                          if losses else f"  worker {k}: no step")
+        faults = [e for e in self.trace.instants if e.cat == "fault"]
+        for event in faults:
+            lines.append(f"  {event.pid}: {event.name} at {event.t / 1e6:.2f} ms")
+        if self.restored_from:
+            lines.append(f"  the chief restored {self.restored_from}")
+        if any(self.recoveries.values()):
+            lines.append("  sessions made again after a failure: " + ", ".join(
+                f"worker {k}: {n}" for k, n in self.recoveries.items()))
         for k, ended in self.ended_by.items():
             if ended != "stopped":
                 lines.append(f"  worker {k} {ended} (operation_timeout_in_ms): the chief had "
@@ -303,6 +311,12 @@ def plot_ps_training(run: PSTrainingRun, path=None):
         times = [t / scale for t, _, _ in runs]
         loss_ax.plot(times, [loss for _, _, loss in runs], marker=".", label=f"worker {k}")
         step_ax.step(times, [step for _, step, _ in runs], where="post", label=f"worker {k}")
+    for event in (e for e in run.trace.instants if e.cat == "fault"):
+        for ax in (loss_ax, step_ax):
+            ax.axvline(event.t / scale, color="tab:red" if "failed" in event.name else
+                       "tab:gray", linestyle="--", linewidth=1)
+        step_ax.annotate(f"{event.pid} {event.name.split()[-1]}", (event.t / scale, 0),
+                         rotation=90, fontsize=7, va="bottom", ha="right")
     loss_ax.set(title="loss seen by each worker", xlabel=f"simulated time ({unit})",
                 ylabel="loss (its own shard)")
     step_ax.set(title="global step after each run", xlabel=f"simulated time ({unit})",
