@@ -236,3 +236,19 @@ def test_backup_workers_shorten_steps_with_random_stragglers():
     for row in rows:
         assert 0 <= row["applied"] - (5 - row["backups"]) * 20 < 5
     assert rows[0]["dropped"] < rows[2]["dropped"]
+
+
+def test_the_ps_nic_saturates_and_sharding_or_float16_relieve_it():
+    from simdist.graph.ps_training import ps_bandwidth_sweep
+
+    rows = {(r["workers"], r.get("ps", 1), r.get("gradient_dtype", "float32")): r
+            for r in ps_bandwidth_sweep(features=500_000, steps=6)}
+    rate = {key: row["updates_per_s"] for key, row in rows.items()}
+    assert rate[(2, 1, "float32")] > 1.5 * rate[(1, 1, "float32")]
+    assert rate[(4, 1, "float32")] < 2.5 * rate[(1, 1, "float32")]  # the ps NIC saturates
+    assert rate[(4, 4, "float32")] > rate[(4, 2, "float32")] > 1.2 * rate[(4, 1, "float32")]
+    # the bytes the ps receives per update: a float32 gradient of 2 MB, or half of it
+    per_update = {key: row["ps_received_bytes"] / row["global_step"]
+                  for key, row in rows.items()}
+    assert 1.9e6 < per_update[(4, 1, "float32")] < 2.3e6
+    assert 0.45 < per_update[(4, 1, "float16")] / per_update[(4, 1, "float32")] < 0.55

@@ -76,6 +76,11 @@ def main(argv=None) -> int:
                         help="the chief saves checkpoints here and restores from them")
     parser.add_argument("--save-checkpoint-steps", type=int,
                         help="save a checkpoint every this many global steps")
+    parser.add_argument("--features", type=int, default=8,
+                        help="the model's weights (a million: 4 MB that every step moves)")
+    parser.add_argument("--examples", type=int, default=32, help="examples per worker")
+    parser.add_argument("--gradient-dtype", choices=["float32", "float16"], default="float32",
+                        help="float16: gradients cross the network at half the bytes")
     parser.add_argument("--learning-rate", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--trace", metavar="JSON", help="write the Chrome/Perfetto trace")
@@ -98,7 +103,9 @@ def main(argv=None) -> int:
                           staleness_weighting=args.staleness_weighting,
                           warmup_steps=args.warmup_steps, failures=args.fail,
                           checkpoint_dir=args.checkpoint_dir,
-                          save_checkpoint_steps=args.save_checkpoint_steps)
+                          save_checkpoint_steps=args.save_checkpoint_steps,
+                          features=args.features, examples=args.examples,
+                          gradient_dtype=args.gradient_dtype)
         for line in run.describe():
             print(line)
         if args.plot:

@@ -122,10 +122,17 @@ def _check(workers, ps, steps, step_us, replicas_to_aggregate):
                                    f"{replicas_to_aggregate!r}, expected an int >= 1")
 
 
-def _shard(worker: int, seed: int):
+def _int_option(**values):
+    for label, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidArgumentError(f"train_on_ps: {label}={value!r}, expected an int >= 1")
+
+
+def _shard(worker: int, seed: int, features: int = FEATURES, examples: int = 32):
     """Worker ``worker``'s examples of one regression problem (the true weights are shared)."""
-    truth = np.random.default_rng(seed).normal(size=FEATURES).astype(np.float32)
-    x = np.random.default_rng(seed + 1 + worker).normal(size=(32, FEATURES)).astype(np.float32)
+    truth = np.random.default_rng(seed).normal(size=features).astype(np.float32)
+    x = (np.random.default_rng(seed + 1 + worker).normal(size=(examples, features))
+         / np.sqrt(features / FEATURES)).astype(np.float32)
     return x, (x @ truth).astype(np.float32)
 
 
@@ -136,7 +143,8 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
                 stall_probability: float = 0.0, max_staleness: int | None = None,
                 staleness_weighting: bool = False, warmup_steps: int = 0,
                 worker_timeout_ms: int = 1000, failures=(), checkpoint_dir=None,
-                save_checkpoint_steps: int | None = None) -> PSTrainingRun:
+                save_checkpoint_steps: int | None = None, features: int = FEATURES,
+                examples: int = 32, gradient_dtype: str = "float32") -> PSTrainingRun:
     """Simulate the between-graph program; see the module docstring. ``step_us`` (one per
     worker, default 1 ms each) is each worker's compute time per step; with
     ``stall_probability`` a step takes ``stall_us`` instead (seeded per worker: random
@@ -178,6 +186,13 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
         raise InvalidArgumentError(f"train_on_ps: max_staleness={max_staleness!r}, expected "
                                    "an int >= 0 or None")
     two_phase = max_staleness is not None or staleness_weighting
+    _int_option(features=features, examples=examples)
+    if gradient_dtype not in ("float32", "float16"):
+        raise InvalidArgumentError(f"train_on_ps: gradient_dtype={gradient_dtype!r}, expected "
+                                   "'float32' or 'float16'")
+    if gradient_dtype == "float16" and two_phase:
+        raise InvalidArgumentError("train_on_ps: float16 gradients with max_staleness or "
+                                   "staleness_weighting are not built: choose one")
     stop_all_servers()
     cluster = tf.train.ClusterSpec({
         "ps": [f"localhost:{2222 + i}" for i in range(ps)],
@@ -192,34 +207,51 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
     ended_by: dict = {}
 
     def worker(k):
-        x_data, y_data = _shard(k, seed)
+        x_data, y_data = _shard(k, seed, features, examples)
         graph = tf.Graph()
         with graph.as_default():
+            # with several ps tasks the weights are cut in one part per ps, placed by size
+            strategy = tf.contrib.training.GreedyLoadBalancingStrategy(
+                ps, tf.contrib.training.byte_size_load_fn) if ps > 1 else None
             setter = tf.train.replica_device_setter(
-                worker_device=f"/job:worker/task:{k}", cluster=cluster)
+                worker_device=f"/job:worker/task:{k}", cluster=cluster, ps_strategy=strategy)
             with tf.device(setter):
                 global_step = tf.train.get_or_create_global_step()
-                w = tf.get_variable("w", initializer=np.zeros(FEATURES, np.float32))
+                columns = np.array_split(np.arange(features), ps)
+                parts = [tf.get_variable("w" if ps == 1 else f"w_part_{i}",
+                                         initializer=np.zeros(len(c), np.float32))
+                         for i, c in enumerate(columns)]
                 b = tf.get_variable("b", initializer=np.zeros((), np.float32))
+                variables = parts + [b]
                 read_step = global_step.read_value()
                 # the worker's compute: step_us[k] of simulated time before its gradient
                 compute = timed_py_func([], step_us[k], name="compute", stall_us=stall_us,
                                         stall_probability=stall_probability, seed=seed + k)
-                x = tf.constant(x_data) + 0.0 * compute
-                error = tf.reduce_sum(x * w, axis=1) + b - tf.constant(y_data)
-                loss = tf.reduce_mean(tf.square(error))
+                predicted = b - tf.constant(y_data) + 0.0 * compute
+                for part, c in zip(parts, columns):
+                    predicted = predicted + tf.reduce_sum(tf.constant(x_data[:, c]) * part,
+                                                          axis=1)
+                loss = tf.reduce_mean(tf.square(predicted))
                 optimizer = tf.train.GradientDescentOptimizer(learning_rate)
                 hooks = [tf.train.StopAtStepHook(last_step=steps)]
                 if mode == "sync":
                     optimizer = tf.train.SyncReplicasOptimizer(
                         optimizer, replicas_to_aggregate=aggregate, total_num_replicas=workers)
                     hooks.append(optimizer.make_session_run_hook(k == 0))
+                grads = [g for g, _ in optimizer.compute_gradients(loss, variables)]
                 if two_phase:  # the gradient in one run, fed to the update in another
-                    grads = [g for g, _ in optimizer.compute_gradients(loss, [w, b])]
-                    fed = [tf.placeholder(tf.float32, v.shape) for v in (w, b)]
-                    train_op = optimizer.apply_gradients(list(zip(fed, [w, b])), global_step)
+                    fed = [tf.placeholder(tf.float32, v.shape) for v in variables]
+                    train_op = optimizer.apply_gradients(list(zip(fed, variables)),
+                                                         global_step)
                 else:
-                    train_op = optimizer.minimize(loss, global_step=global_step)
+                    if gradient_dtype == "float16":  # half the bytes cross the network
+                        halves = [tf.cast(g, tf.float16) for g in grads]
+                        grads = []
+                        for half, v in zip(halves, variables):
+                            with tf.device(v.device):
+                                grads.append(tf.cast(half, tf.float32))
+                    train_op = optimizer.apply_gradients(list(zip(grads, variables)),
+                                                         global_step)
                 with tf.control_dependencies([train_op]):
                     step_after = global_step.read_value()
             pause = timed_py_func([], 1000, name="wait_for_warmup")
@@ -361,4 +393,25 @@ def backup_worker_sweep(workers: int = 5, backups=(0, 1, 2), steps: int = 20,
         trained = max(t for runs in run.worker_runs.values() for t, _, _ in runs)
         rows.append({"backups": b, "us_per_step": trained / 1000 / run.global_step,
                      "applied": run.applied, "dropped": run.dropped})
+    return rows
+
+
+def ps_bandwidth_sweep(configs=({"workers": 1}, {"workers": 2}, {"workers": 4},
+                                {"workers": 4, "ps": 2}, {"workers": 4, "ps": 4},
+                                {"workers": 4, "gradient_dtype": "float16"}),
+                       features: int = 1_000_000, steps: int = 8, **options) -> list[dict]:
+    """Asynchronous training of a large model (``features`` float32 weights: 4 MB at one
+    million) in each configuration: [{**config, "updates_per_s", "ps_received_bytes",
+    "global_step"}]. As
+    workers are added the ps NIC saturates (every update pushes a gradient and pulls the
+    weights through it); more ps shards share the load; float16 gradients halve the push."""
+    rows = []
+    for config in configs:
+        run = train_on_ps(mode="async", steps=steps, features=features, examples=2,
+                          **{**options, **config})
+        trained = max(t for runs in run.worker_runs.values() for t, _, _ in runs)
+        received = sum(s.args.get("bytes", 0) for s in run.trace.spans  # the ops' Recvs
+                       if s.pid.startswith("ps:") and s.name.startswith("Recv "))
+        rows.append({**config, "updates_per_s": run.global_step / (trained / 1e9),
+                     "ps_received_bytes": received, "global_step": run.global_step})
     return rows

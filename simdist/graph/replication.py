@@ -237,7 +237,6 @@ def one_model_per_device(learning_rates=(0.01, 0.05, 0.2, 0.5), steps: int = 20,
         for _ in range(steps):
             _, values = sess.run([train_ops, losses])
         trace = sess.last_run.trace
-    crossing = sum(s.args.get("bytes", 0) for s in trace.spans
-                   if s.name.startswith("Recv") or s.cat == "recv")
+    crossing = sum(s.args.get("bytes", 0) for s in trace.spans if s.name.startswith("Recv "))
     return IndependentRun({rate: float(v) for rate, v in zip(learning_rates, values)}, trace,
                           crossing)
