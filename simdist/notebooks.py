@@ -120,7 +120,7 @@ def notebook_is_stale(lesson_dir, path=None, lang: str = "en") -> bool:
 
 _HEADING = re.compile(r"^(#{1,4}) (.*)$")
 _EXERCISE = re.compile(r"^### .*?(★{1,3}).*?`(\w+)")
-_LANGUAGE_LINE = re.compile(r"^\s*set_language\(.*\)\s*$")
+_LANGUAGE_LINE = re.compile(r"^\s*(set_language\(.*\)|from simdist.lessons import set_language)\s*(#.*)?$")
 
 
 @dataclass

@@ -111,7 +111,7 @@ def verify_configs(tf_configs, addresses) -> list:
     chiefs = [i for i, config in enumerate(parsed) if config.is_chief]
     if chiefs != [0]:  # cannot happen when the checks above pass; kept as the rule's statement
         raise CheckFailed(f"{where}: the chiefs are {chiefs}",
-                          tr("worker 0 is the chief", "工作器 0 是主任务（chief）"))
+                          tr("worker 0 is the chief", "工作器 0 是主工作器（chief）"))
     return parsed
 
 
@@ -325,10 +325,10 @@ def _chief_hint(cluster, task_type, index, want) -> tuple:
                 tr("\"master\" is the name Estimator and Kubeflow's TFJob used for the chief; "
                    "TF 2.21's multi_worker_util refuses a cluster that has one: raise "
                    "ValueError",
-                   "\"master\" 是 Estimator 和 Kubeflow TFJob 对主任务的叫法；TF 2.21 的 "
+                   "\"master\" 是 Estimator 和 Kubeflow TFJob 对主工作器的叫法；TF 2.21 的 "
                    "multi_worker_util 拒绝含有它的集群：请抛出 ValueError"))
     if task_type == "evaluator":
-        return (tr("the evaluator is a chief of its own", "评估器（evaluator）自己就是一个主任务"),
+        return (tr("the evaluator is a chief of its own", "评估器（evaluator）自己就是一个主工作器"),
                 tr("it is outside the training cluster and writes its own summaries: TF's rule "
                    "returns True for it, with or without a chief job",
                    "它不在训练集群之内，自己写摘要：无论有没有 chief 作业，TF 的规则都对它返回 True"))
@@ -342,13 +342,13 @@ def _chief_hint(cluster, task_type, index, want) -> tuple:
                    "这个集群有 chief 作业：此时工作器 0 只是普通工作器"), "")
     if task_type == "chief":
         return (tr("the task of the chief job is always the chief",
-                   "chief 作业的任务永远是主任务"), "")
+                   "chief 作业的任务永远是主工作器"), "")
     if "chief" not in cluster and task_type == "worker" and int(index) == 0:
         return (tr("without a chief job, worker 0 is the chief",
-                   "没有 chief 作业时，工作器 0 是主任务"), "")
+                   "没有 chief 作业时，工作器 0 是主工作器"), "")
     return (tr("the chief job's task, else worker 0, is the chief; the evaluator is its own "
                "chief; ps tasks never are",
-               "chief 作业的任务是主任务，否则是工作器 0；评估器自成主任务；ps 任务从来不是"), "")
+               "chief 作业的任务是主工作器，否则是工作器 0；评估器自成主工作器；ps 任务从来不是"), "")
 
 
 # -- exercise 3: predict_step_ns -------------------------------------------------------------
@@ -492,7 +492,7 @@ CHECKS = [
              "tf_configs：3 个模拟工作器用它们创建 MultiWorkerMirroredStrategy，训练结果与单设备相同"),
           check_training),
     Check("is_chief", "is_chief", tr("is_chief: TensorFlow's chief rule",
-                                     "is_chief：TensorFlow 的主任务规则"), check_chief),
+                                     "is_chief：TensorFlow 的主工作器规则"), check_chief),
     Check("predict_10gbe", "predict_step_ns",
           tr("predict_step_ns: step time on 1-4 workers over 10 GbE",
              "predict_step_ns：10 GbE 上 1-4 个工作器的步时间"),
