@@ -78,7 +78,7 @@ def build_parser(program=None) -> argparse.ArgumentParser:
     sweep.add_argument("rest", nargs=argparse.REMAINDER)
 
     check = sub.add_parser("check", add_help=False,
-                           help="check a lesson's exercises: simdist check 01")
+                           help="check a lesson's exercises: simdist check 01 / --all")
     check.add_argument("rest", nargs=argparse.REMAINDER)
 
     compare = sub.add_parser("compare", add_help=False,
@@ -92,7 +92,7 @@ def build_parser(program=None) -> argparse.ArgumentParser:
     ps.add_argument("rest", nargs=argparse.REMAINDER)
 
     lesson = sub.add_parser("lesson", add_help=False,
-                            help="lesson tools: simdist lesson build [NN|--all]")
+                            help="lesson tools: simdist lesson start NN / build [NN|--all]")
     lesson.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
