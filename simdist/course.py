@@ -46,6 +46,7 @@ class Page:
     run: str = ""  # "kept": a kept run reused; "now": executed by this build; "": neither
     errors: list = field(default_factory=list)
     figures: int = 0
+    first_figure: str = ""
     traces: int = 0
 
     @property
@@ -88,7 +89,7 @@ class Status:
         return self.error or "not checked (built with --no-checks)"
 
 
-# -- finding the notebooks ------------------------------------------------------------------------
+# -- finding the notebooks -----------------------------------------------------------------------
 
 def languages(lessons: list[Path]) -> list[str]:
     """"en" (``notebooks/``), then every ``notebooks/LANG/`` folder holding a lesson's
@@ -113,7 +114,7 @@ def pages_of(lessons: list[Path]) -> list[Page]:
     return pages
 
 
-# -- executing --------------------------------------------------------------------------------------
+# -- executing -----------------------------------------------------------------------------------
 
 def same_cells(a, b) -> bool:
     """True when two notebooks have the same cells (kind and source), outputs aside."""
@@ -222,7 +223,7 @@ def executed_notebook(page: Page, cache: Path, execute_missing: bool = True,
     return nb, traces
 
 
-# -- what a page says -------------------------------------------------------------------------------
+# -- what a page says ----------------------------------------------------------------------------
 
 def title_and_goals(nb) -> tuple[str, list[str]]:
     """The lesson's title (its first '# ' heading) and goals (the first bullet list of its
@@ -254,12 +255,16 @@ def _inline(text: str) -> str:
     return H._markdown().renderInline(text)
 
 
-def _status_html(status: Status) -> str:
-    done = sum(r.passed for r in status.results or [])
-    total = len(status.results or []) or 1
-    bar = (f'<div class="bar" title="{done} of {total}"><span style="width:'
-           f'{100 * done // total}%"></span></div>') if status.results else ""
-    return f'<span class="status {status.kind}">{H.esc(status.text)}</span>{bar}'
+def _status_html(status: Status, details: bool = True) -> str:
+    """A badge "k of n checks pass", a bar, and (``details``) what is not done yet."""
+    if not status.results:
+        return f'<span class="status unknown">{H.esc(status.text)}</span>'
+    done, total = sum(r.passed for r in status.results), len(status.results)
+    badge, _, rest = status.text.partition(" (")
+    more = f'<div class="note">{H.esc(rest.rstrip(")"))}</div>' if details and rest else ""
+    return (f'<span class="status {status.kind}">{H.esc(badge)}</span>'
+            f'<div class="bar" title="{done} of {total}"><span style="width:'
+            f'{100 * done // total}%"></span></div>{more}')
 
 
 def _checks_html(page: Page, status: Status) -> str:
@@ -267,7 +272,7 @@ def _checks_html(page: Page, status: Status) -> str:
     items = "".join(f'<li class="{"pass" if r.passed else "fail"}">{H.esc(r.title or r.name)}'
                     '</li>' for r in status.results or [])
     return (f'<details class="note"><summary>Your exercises (<code>simdist check {number}'
-            f'</code> when this page was built): {_status_html(status)}</summary>'
+            f'</code> when this page was built): {_status_html(status, details=False)}</summary>'
             f'<ul class="checks">{items}</ul></details>')
 
 
@@ -295,6 +300,7 @@ def lesson_page(page: Page, nb, traces: Path | None, status: Status, out: Path,
         page.traces += len(H.traces_of(cell))
         cells.append(H.cell_html(cell, assets, headings, f"{page.name}/traces"))
     page.figures = len(assets.written)
+    page.first_figure = assets.written[0] if assets.written else ""
     same_lang = [p for p in pages if p.lang == page.lang]
     at = same_lang.index(page)
     prev = same_lang[at - 1] if at > 0 else None
@@ -339,8 +345,11 @@ def index_page(pages: list[Page], statuses: dict) -> str:
                     'executed notebook</a>',
                     f"{page.figures} figure{'s' * (page.figures != 1)}",
                     f"{page.traces} trace{'s' * (page.traces != 1)} for Perfetto"]
+            thumb = (f'<a href="{page.href}"><img class="thumb" src="{page.prefix}{page.name}/'
+                     f'figure-01.png" alt="the first figure of {H.esc(page.name)}"></a>'
+                     if page.first_figure == "figure-01.png" else "")
             cards.append(f"""<article class="lesson" id="{H.esc(page.prefix)}{page.name}">
-<h3><a href="{page.href}">{H.esc(page.title or page.name)}</a></h3>
+{thumb}<h3><a href="{page.href}">{H.esc(page.title or page.name)}</a></h3>
 {_status_html(statuses[page.name])}
 <ul>{goals}</ul>
 <p class="links">{" · ".join(what)}</p>
@@ -348,6 +357,9 @@ def index_page(pages: list[Page], statuses: dict) -> str:
         heading = "Lessons" if lang == "en" else LANGUAGES.get(lang, lang)
         sections.append(f'<section lang="{lang}"><h2>{H.esc(heading)}</h2>'
                         f'<div class="lessons">{"".join(cards)}</div></section>')
+    results = [r for status in statuses.values() for r in status.results or []]
+    progress = (f"<p>Your progress over the {len(statuses)} lessons: "
+                f"{_status_html(Status(results), details=False)}</p>") if results else ""
     body = f"""<main>
 <h1>DistLab: distributed TensorFlow, simulated and real</h1>
 <p>Each lesson explains one idea of distributed training, shows it in the simulator
@@ -355,6 +367,7 @@ def index_page(pages: list[Page], statuses: dict) -> str:
 that are checked automatically. These pages are the lessons' notebooks run top to bottom;
 to run and edit them yourself, open them with <code>make lab</code>; to check your exercises,
 run <code>simdist check NN</code>. Every timeline's trace can be opened in Perfetto.</p>
+{progress}
 {"".join(sections)}
 <p class="note">Status: the checks of each lesson run on its exercises when this site was
 built (<code>simdist course build</code>).</p>
@@ -362,7 +375,7 @@ built (<code>simdist course build</code>).</p>
     return H.page("DistLab course", body, "")
 
 
-# -- the site -----------------------------------------------------------------------------------
+# -- the site ------------------------------------------------------------------------------------
 
 def build_course(out, folder=None, only=None, executed=None, execute_missing=True,
                  again=False, checks=True, timeout: float = 600,

@@ -55,7 +55,7 @@ def plain_text(text: str) -> str:
                      line.rstrip("\r") for line in text.split("\n"))
 
 
-# -- Markdown -----------------------------------------------------------------------------------
+# -- Markdown ------------------------------------------------------------------------------------
 
 def _markdown():
     from markdown_it import MarkdownIt
@@ -84,7 +84,7 @@ def markdown_html(text: str, headings: list | None = None) -> str:
     return md.renderer.render(tokens, md.options, {})
 
 
-# -- code and outputs ---------------------------------------------------------------------------
+# -- code and outputs ----------------------------------------------------------------------------
 
 def code_html(source: str) -> str:
     """A code cell's source, highlighted as Python (IPython's %magics included)."""
@@ -156,7 +156,7 @@ def cell_html(cell, assets: Assets, headings: list, traces: str = "") -> str:
             f'{outputs}{links}</section>')
 
 
-# -- pages --------------------------------------------------------------------------------------
+# -- pages ---------------------------------------------------------------------------------------
 
 def page(title: str, body: str, root: str, lang: str = "en") -> str:
     """A whole HTML page; ``root`` is the site's top folder relative to the page."""
@@ -210,8 +210,11 @@ th, td { border: 1px solid #d9dee4; padding: 0.25rem 0.6rem; text-align: left; }
 .status.unknown { background: #f1f1f1; color: #6b7280; }
 .bar { height: 6px; background: #eef1f4; border-radius: 3px; margin-top: 0.35rem; }
 .bar span { display: block; height: 100%; background: #2f9e55; border-radius: 3px; }
-.lessons { display: grid; gap: 1rem; }
+.lessons { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fill, minmax(400px, 1fr)); }
 .lesson { border: 1px solid #e3e6ea; border-radius: 8px; padding: 0.9rem 1.1rem; }
+.lesson img.thumb { display: block; width: 100%; height: 150px; object-fit: cover;
+                    object-position: left top; border: 1px solid #eceff2; border-radius: 4px;
+                    margin-bottom: 0.6rem; }
 .lesson h3 { margin: 0 0 0.3rem; font-size: 1.15rem; }
 .lesson ul { margin: 0.4rem 0; padding-left: 1.2rem; font-size: 0.93rem; }
 .lesson .links { font-size: 0.85rem; }

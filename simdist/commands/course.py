@@ -1,4 +1,4 @@
-"""``simdist course build`` and ``simdist course serve``: the course site (``simdist/course.py``)."""
+"""``simdist course build`` and ``simdist course serve``: the course site (simdist/course.py)."""
 
 from __future__ import annotations
 
