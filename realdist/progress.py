@@ -46,9 +46,9 @@ class Bar:
         print("\r" + self.line(done), end="", file=self.stream, flush=True)
 
     def close(self, note: str = "") -> None:
+        """End the bar's line (it stays as it was left) and say how long it took."""
         elapsed = time.monotonic() - self.start
-        print(f"\r{note or 'done'} in {elapsed:.0f} s".ljust(self.width + 24), file=self.stream,
-              flush=True)
+        print(f"\n{note or 'done'} in {elapsed:.0f} s", file=self.stream, flush=True)
 
 
 def run_realdist(args: list[str], steps: int, about_s: float, timeout: float = 300,

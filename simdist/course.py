@@ -312,7 +312,7 @@ def lesson_page(page: Page, nb, traces: Path | None, status: Status, out: Path,
     note = "" if page.executed else (
         '<p class="note">This page shows the notebook without outputs (built with '
         '--no-execute): run <code>simdist course build</code> to see its figures.</p>')
-    contents = "".join(f'<li><a href="#{ident}">{H.esc(text)}</a></li>'
+    contents = "".join(f'<li><a href="#{ident}">{text}</a></li>'
                        for level, ident, text in headings if level == 2)
     body = f"""<main>
 <nav class="top"><a href="{root}index.html">DistLab course</a>

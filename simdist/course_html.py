@@ -71,16 +71,17 @@ def slug(text: str) -> str:
 
 def markdown_html(text: str, headings: list | None = None) -> str:
     """Markdown as HTML (raw HTML in it is shown as text); every heading gets an id, and
-    ``headings`` (if given) receives (level, id, text) of each."""
+    ``headings`` (if given) receives (level, id, its text as HTML) of each."""
     md = _markdown()
     tokens = md.parse(text)
     for i, token in enumerate(tokens):
         if token.type == "heading_open":
-            title = tokens[i + 1].content
-            ident = slug(title)
+            inline = tokens[i + 1]
+            ident = slug(inline.content)
             token.attrSet("id", ident)
             if headings is not None:
-                headings.append((int(token.tag[1]), ident, title))
+                headings.append((int(token.tag[1]), ident,
+                                 md.renderer.render(inline.children, md.options, {})))
     return md.renderer.render(tokens, md.options, {})
 
 
@@ -136,6 +137,20 @@ def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
+def merged_streams(outputs) -> list:
+    """The outputs with each run of text printed to one stream joined into one, as Jupyter
+    shows them (a progress bar's ``\r`` updates arrive as outputs of their own)."""
+    merged = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if (output.get("output_type") == "stream" and last is not None
+                and last.get("output_type") == "stream" and last.get("name") == output.get("name")):
+            merged[-1] = {**last, "text": _text(last["text"]) + _text(output["text"])}
+        else:
+            merged.append(output)
+    return merged
+
+
 def traces_of(cell) -> list[dict]:
     """What ``record_timelines`` said of the traces a code cell drew: {"file", "title"}."""
     return [o["data"][TRACE_MIME] for o in cell.get("outputs", [])
@@ -150,7 +165,7 @@ def cell_html(cell, assets: Assets, headings: list, traces: str = "") -> str:
                '</section>'
     if cell.get("cell_type") != "code":
         return f'<pre class="raw">{esc(_text(cell["source"]))}</pre>'
-    outputs = "".join(output_html(o, assets) for o in cell.get("outputs", []))
+    outputs = "".join(output_html(o, assets) for o in merged_streams(cell.get("outputs", [])))
     links = trace_links([(f"{traces}/{t['file']}", t["title"]) for t in traces_of(cell)])
     return (f'<section class="cell">{code_html(_text(cell["source"]))}'
             f'{outputs}{links}</section>')

@@ -7,7 +7,7 @@ import sys
 import time
 
 from ..errors import InvalidArgumentError
-from ..lessons import LessonError, find_lesson, lessons_dir, repo_relative
+from ..lessons import LessonError, find_lesson, repo_relative
 
 USAGE = "usage: simdist course build [NN ...] [options] | simdist course serve [options]"
 
@@ -73,8 +73,6 @@ def build(argv: list[str]) -> int:
 
     try:
         only = [find_lesson(x, args.lessons_dir) for x in args.lessons] or None
-        if only is None and not lessons_dir(args.lessons_dir).is_dir():
-            raise LessonError(f"no lessons folder at {args.lessons_dir}")
         pages = build_course(args.out, args.lessons_dir, only, args.executed,
                              not args.no_execute, args.again, not args.no_checks,
                              args.timeout, log, on_cell)
