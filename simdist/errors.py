@@ -48,6 +48,11 @@ class UnimplementedError(SimdistError):
     """Models tf.errors.UnimplementedError: an operation is not supported."""
 
 
+class AbortedError(SimdistError):
+    """Models tf.errors.AbortedError: the operation was aborted (e.g. a session closed by
+    ``Session.reset``)."""
+
+
 class UnknownError(SimdistError):
     """Models tf.errors.UnknownError: what TF raises when Python code it runs (a py_func)
     raised an exception of its own; here, a task's main."""

@@ -27,14 +27,21 @@ from .runtime import Machine, TaskRuntime
 from .server import connect
 from .variables import Variable
 
-_default_sessions: list = []
+_thread_sessions = threading.local()
+
+
+def _default_sessions() -> list:
+    """This thread's ``with session:`` / ``as_default()`` sessions (thread-local, as TF's)."""
+    if not hasattr(_thread_sessions, "stack"):
+        _thread_sessions.stack = []
+    return _thread_sessions.stack
 
 
 def get_default_session():
-    if not _default_sessions:
+    if not _default_sessions():
         raise InvalidArgumentError("no default session: use `with tf.Session() as sess:` or "
                                    "pass session= explicitly")
-    return _default_sessions[-1]
+    return _default_sessions()[-1]
 
 
 class Session:
@@ -58,7 +65,8 @@ class Session:
             self._local = None
             server, self.runtimes, self.missing = connect(target)
             default_task = (server.job_name, server.task_index)
-        self.hardware = self.runtimes[f"{default_task[0]}:{default_task[1]}"].machine.hardware
+        self.default_task = f"{default_task[0]}:{default_task[1]}"  # where unplaced ops run
+        self.hardware = self.runtimes[self.default_task].machine.hardware
         self._placer = Placer(self.runtimes, default_task, self.config.allow_soft_placement,
                               self.config.log_device_placement)
         self.closed = False
@@ -79,10 +87,11 @@ class Session:
         ops = self._needed(tensors, targets, feeds)
         self._check_runtimes()
         placement = self._placer.place(self.graph.get_operations())
-        executor = Executor(ops, placement, self.runtimes, feeds, [t for t in tensors],
-                            self.config.operation_timeout_in_ms)
-        world = self.world()
         client = current_client()
+        executor = Executor(ops, placement, self.runtimes, feeds, [t for t in tensors],
+                            self.config.operation_timeout_in_ms,
+                            daemon=client is not None and client.daemon)
+        world = self.world()
         in_client = client is not None
         if in_client and client.world is not world:
             raise InvalidArgumentError(
@@ -96,7 +105,14 @@ class Session:
                 "that run sessions must be simulated ones (tf.train.QueueRunner, "
                 "tf.simulate_clients), not threading.Thread")
         marks = None if in_client else world.stream_marks()
-        world.wait(executor.start(world.tasks))
+        if in_client:
+            client.task = client.task or self.default_task
+            client.run = executor
+        try:
+            world.wait(executor.start(world.tasks))
+        finally:
+            if in_client:
+                client.run = None
         self._last.run = executor.finish(None if in_client else world.trace_since(marks))
         if executor.error is not None:
             raise executor.error
@@ -144,11 +160,11 @@ class Session:
         return _DefaultSession(self)
 
     def __enter__(self):
-        _default_sessions.append(self)
+        _default_sessions().append(self)
         return self
 
     def __exit__(self, *exc):
-        _default_sessions.remove(self)
+        _default_sessions().remove(self)
         self.close()
 
     @staticmethod
@@ -232,11 +248,11 @@ class _DefaultSession:
         self.session = session
 
     def __enter__(self):
-        _default_sessions.append(self.session)
+        _default_sessions().append(self.session)
         return self.session
 
     def __exit__(self, *exc):
-        _default_sessions.remove(self.session)
+        _default_sessions().remove(self.session)
 
 
 def _lookup(name: str, graph: Graph):
