@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Callable
 
 from . import course_html as H
-from .lessons import format_summary, list_lessons, run_checks
+from .lesson_lang import LANGUAGES as CHECK_LANGUAGES
+from .lesson_lang import localize, word
+from .lessons import list_lessons, run_checks
 from .notebooks import notebook_path
 
 #: the plots of simdist.plots that take a trace first: the traces the site offers
@@ -82,11 +84,20 @@ class Status:
             return "done"
         return "started" if any(not r.not_done for r in self.results) else "todo"
 
-    @property
-    def text(self) -> str:
+    def text(self, lang: str = "en") -> str:
+        """"k of n checks pass" in ``lang``, or why there is no status."""
         if self.results:
-            return format_summary(self.results)
+            lang = lang if lang in CHECK_LANGUAGES else "en"
+            return word("summary", lang, passed=sum(r.passed for r in self.results),
+                        total=len(self.results))
         return self.error or "not checked (built with --no-checks)"
+
+    def not_done(self, lang: str = "en") -> str:
+        """"not done yet: NAMES" in ``lang``, or ''."""
+        names = sorted({r.exercise for r in self.results or [] if r.not_done})
+        lang = lang if lang in CHECK_LANGUAGES else "en"
+        return word("summary_not_done", lang, names=", ".join(names)).strip(" ()（）") \
+            if names else ""
 
 
 # -- finding the notebooks -----------------------------------------------------------------------
@@ -255,24 +266,26 @@ def _inline(text: str) -> str:
     return H._markdown().renderInline(text)
 
 
-def _status_html(status: Status, details: bool = True) -> str:
+def _status_html(status: Status, details: bool = True, lang: str = "en") -> str:
     """A badge "k of n checks pass", a bar, and (``details``) what is not done yet."""
     if not status.results:
-        return f'<span class="status unknown">{H.esc(status.text)}</span>'
+        return f'<span class="status unknown">{H.esc(status.text(lang))}</span>'
     done, total = sum(r.passed for r in status.results), len(status.results)
-    badge, _, rest = status.text.partition(" (")
-    more = f'<div class="note">{H.esc(rest.rstrip(")"))}</div>' if details and rest else ""
-    return (f'<span class="status {status.kind}">{H.esc(badge)}</span>'
+    rest = status.not_done(lang)
+    more = f'<div class="note">{H.esc(rest)}</div>' if details and rest else ""
+    return (f'<span class="status {status.kind}">{H.esc(status.text(lang))}</span>'
             f'<div class="bar" title="{done} of {total}"><span style="width:'
             f'{100 * done // total}%"></span></div>{more}')
 
 
 def _checks_html(page: Page, status: Status) -> str:
-    number = page.name[:2]
-    items = "".join(f'<li class="{"pass" if r.passed else "fail"}">{H.esc(r.title or r.name)}'
-                    '</li>' for r in status.results or [])
-    return (f'<details class="note"><summary>Your exercises (<code>simdist check {number}'
-            f'</code> when this page was built): {_status_html(status, details=False)}</summary>'
+    number, say = page.name[:2], H.words(page.lang)
+    items = "".join(f'<li class="{"pass" if r.passed else "fail"}">'
+                    f'{H.esc(localize(r.title or r.name, page.lang))}</li>'
+                    for r in status.results or [])
+    return (f'<details class="note"><summary>{say["yours"]} (<code>simdist check {number}'
+            f'</code>, {say["built"]}): '
+            f'{_status_html(status, details=False, lang=page.lang)}</summary>'
             f'<ul class="checks">{items}</ul></details>')
 
 
@@ -298,7 +311,7 @@ def lesson_page(page: Page, nb, traces: Path | None, status: Status, out: Path,
     cells = []
     for cell in nb.cells:
         page.traces += len(H.traces_of(cell))
-        cells.append(H.cell_html(cell, assets, headings, f"{page.name}/traces"))
+        cells.append(H.cell_html(cell, assets, headings, f"{page.name}/traces", page.lang))
     page.figures = len(assets.written)
     page.first_figure = assets.written[0] if assets.written else ""
     same_lang = [p for p in pages if p.lang == page.lang]
@@ -309,17 +322,16 @@ def lesson_page(page: Page, nb, traces: Path | None, status: Status, out: Path,
     other = [p for p in pages if p.name == page.name and p.lang != page.lang]
     switch = " ".join(f'<a href="{root}{p.href}" lang="{p.lang}">'
                       f'{H.esc(LANGUAGES.get(p.lang, p.lang))}</a>' for p in other)
-    note = "" if page.executed else (
-        '<p class="note">This page shows the notebook without outputs (built with '
-        '--no-execute): run <code>simdist course build</code> to see its figures.</p>')
+    say = H.words(page.lang)
+    note = "" if page.executed else f'<p class="note">{say["no_outputs"]}</p>'
     contents = "".join(f'<li><a href="#{ident}">{text}</a></li>'
                        for level, ident, text in headings if level == 2)
     body = f"""<main>
-<nav class="top"><a href="{root}index.html">DistLab course</a>
+<nav class="top"><a href="{root}index.html">{say["course"]}</a>
 <span>{H.esc(page.name)}</span><span class="spacer"></span>{switch}
-<a href="{page.name}/{page.notebook.name}" download>executed notebook</a></nav>
+<a href="{page.name}/{page.notebook.name}" download>{say["notebook"]}</a></nav>
 {note}{_checks_html(page, status)}
-<details class="note"><summary>On this page</summary><ul>{contents}</ul></details>
+<details class="note"><summary>{say["contents"]}</summary><ul>{contents}</ul></details>
 {"".join(cells)}
 <footer class="pager"><span>{_pager_link(prev, "← ")}</span>
 <span>{_pager_link(nxt, "", " →")}</span></footer>
@@ -338,19 +350,19 @@ def index_page(pages: list[Page], statuses: dict) -> str:
     sections = []
     for lang in dict.fromkeys(p.lang for p in pages):
         cards = []
+        say = H.words(lang)
         for page in (p for p in pages if p.lang == lang):
             goals = "".join(f"<li>{_inline(g)}</li>" for g in page.goals)
-            what = [f'<a href="{page.href}">read the lesson</a>',
+            what = [f'<a href="{page.href}">{say["read"]}</a>',
                     f'<a href="{page.prefix}{page.name}/{page.notebook.name}" download>'
-                    'executed notebook</a>',
-                    f"{page.figures} figure{'s' * (page.figures != 1)}",
-                    f"{page.traces} trace{'s' * (page.traces != 1)} for Perfetto"]
+                    f'{say["notebook"]}</a>', f'{page.figures} {say["figures"]}',
+                    f'{page.traces} {say["traces"]}']
             thumb = (f'<a href="{page.href}"><img class="thumb" src="{page.prefix}{page.name}/'
                      f'figure-01.png" alt="the first figure of {H.esc(page.name)}"></a>'
                      if page.first_figure == "figure-01.png" else "")
             cards.append(f"""<article class="lesson" id="{H.esc(page.prefix)}{page.name}">
 {thumb}<h3><a href="{page.href}">{H.esc(page.title or page.name)}</a></h3>
-{_status_html(statuses[page.name])}
+{_status_html(statuses[page.name], lang=lang)}
 <ul>{goals}</ul>
 <p class="links">{" · ".join(what)}</p>
 </article>""")

@@ -21,6 +21,30 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: the trace file it saved and the plot's title
 TRACE_MIME = "application/vnd.distlab.trace+json"
 
+#: the site's own words, by the language of the page
+WORDS = {
+    "en": {"course": "DistLab course", "notebook": "executed notebook",
+           "yours": "Your exercises", "built": "when this page was built",
+           "contents": "On this page", "read": "read the lesson", "figures": "figures",
+           "traces": "traces for Perfetto", "trace": "Trace of this timeline:",
+           "open": "Open in Perfetto",
+           "no_outputs": "This page shows the notebook without outputs (built with "
+                         "--no-execute): run <code>simdist course build</code> to see its "
+                         "figures."},
+    "zh": {"course": "DistLab 课程", "notebook": "已运行的 notebook", "yours": "你的练习",
+           "built": "生成本页时", "contents": "本页内容", "read": "阅读本课",
+           "figures": "幅图", "traces": "条可在 Perfetto 中打开的 trace",
+           "trace": "这条时间线的 trace：", "open": "在 Perfetto 中打开",
+           "no_outputs": "本页显示的是没有输出的 notebook（用 --no-execute 生成）：运行 "
+                         "<code>simdist course build</code> 即可看到图。"},
+}
+
+
+def words(lang: str) -> dict:
+    """The site's words in ``lang`` (English where it has none)."""
+    return WORDS.get(lang, WORDS["en"])
+
+
 #: output images, by MIME type, and the file suffix they are written with
 IMAGE_TYPES = {"image/png": ".png", "image/jpeg": ".jpg", "image/svg+xml": ".svg"}
 
@@ -157,7 +181,7 @@ def traces_of(cell) -> list[dict]:
             if TRACE_MIME in o.get("data", {})]
 
 
-def cell_html(cell, assets: Assets, headings: list, traces: str = "") -> str:
+def cell_html(cell, assets: Assets, headings: list, traces: str = "", lang: str = "en") -> str:
     """One cell: Markdown as HTML; code with its outputs, then a link to each trace it drew
     (files in the folder ``traces``, relative to the page)."""
     if cell.get("cell_type") == "markdown":
@@ -166,7 +190,7 @@ def cell_html(cell, assets: Assets, headings: list, traces: str = "") -> str:
     if cell.get("cell_type") != "code":
         return f'<pre class="raw">{esc(_text(cell["source"]))}</pre>'
     outputs = "".join(output_html(o, assets) for o in merged_streams(cell.get("outputs", [])))
-    links = trace_links([(f"{traces}/{t['file']}", t["title"]) for t in traces_of(cell)])
+    links = trace_links([(f"{traces}/{t['file']}", t["title"]) for t in traces_of(cell)], lang)
     return (f'<section class="cell">{code_html(_text(cell["source"]))}'
             f'{outputs}{links}</section>')
 
@@ -277,7 +301,7 @@ document.addEventListener("click", event => {
 """
 
 
-def trace_links(traces: list[tuple[str, str]]) -> str:
+def trace_links(traces: list[tuple[str, str]], lang: str = "en") -> str:
     """The traces a cell drew, each with a download link and an "Open in Perfetto" button;
     ``traces`` are (address relative to the page, title)."""
     if not traces:
@@ -285,6 +309,6 @@ def trace_links(traces: list[tuple[str, str]]) -> str:
     items = "".join(
         f'<span class="trace"><a href="{esc(href)}" download>{esc(Path(href).name)}</a>'
         f'<button type="button" data-trace="{esc(href)}" data-title="{esc(title)}">'
-        f'Open in Perfetto</button><span class="perfetto-note"></span></span> '
+        f'{words(lang)["open"]}</button><span class="perfetto-note"></span></span> '
         for href, title in traces)
-    return f'<p class="traces">Trace of this timeline: {items}</p>'
+    return f'<p class="traces">{words(lang)["trace"]} {items}</p>'

@@ -64,6 +64,7 @@ def _draw(m):
     m.draw()
 
 CHECKS = [Check("add", "add", "add adds", _add), Check("draw", "draw", "draw draws", _draw)]
+DIFFICULTY = {"add": 1, "draw": 2}
 """
 
 EXERCISES = """\
@@ -170,7 +171,9 @@ def test_kept_runs_make_the_pages_with_figures_status_traces_and_a_second_langua
     assert 'data-trace="01_tiny/traces/trace-01.json" data-title="t"' in page
     assert "the course site keeps" not in page  # the link, under the cell that drew it
     assert json.loads((site / "01_tiny" / "traces" / "trace-01.json").read_text())
-    assert 'href="../01_tiny.html" lang="en"' in (site / "zh" / "01_tiny.html").read_text()
+    zh = (site / "zh" / "01_tiny.html").read_text()
+    assert 'href="../01_tiny.html" lang="en"' in zh and "你的练习" in zh  # in its language
+    assert "2 项检查中通过 1 项" in zh and "2 项检查中通过 1 项" in index
     assert nbformat.read(site / "01_tiny" / "01_tiny.ipynb", as_version=4).cells[1].outputs
 
     # nothing is loaded from the network: no address outside the site but Perfetto's
