@@ -217,8 +217,9 @@ def page(title: str, body: str, root: str, lang: str = "en") -> str:
 
 
 STYLE = """
-body { font: 16px/1.55 system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC",
-       sans-serif; color: #1d2430; margin: 0; background: #f6f7f9; }
+body { font: 16px/1.55 system-ui, -apple-system, "Segoe UI", "Noto Sans", "PingFang SC",
+       "Microsoft YaHei", "Noto Sans CJK SC", "Source Han Sans SC", sans-serif;
+       color: #1d2430; margin: 0; background: #f6f7f9; }
 main { max-width: 980px; margin: 0 auto; padding: 1.5rem 2rem 4rem; background: #fff;
        min-height: 100vh; box-shadow: 0 0 12px rgba(0, 0, 0, 0.06); }
 nav.top { display: flex; gap: 1rem; flex-wrap: wrap; align-items: baseline;
