@@ -6,8 +6,8 @@ kernel (nbclient) once and kept (``executed/``); it is executed again only when 
 change. While it runs, ``record_timelines`` (run in the kernel, in a cell that is not kept)
 saves the trace of every timeline the lesson draws, so that the page can offer it to Perfetto.
 Lessons come from ``lessons.list_lessons``, their notebooks from ``notebooks/`` and, for each
-other language, from ``notebooks/LANG/`` (e.g. ``notebooks/zh/``). The HTML is in
-``course_html.py``; nothing on the site is loaded from the network.
+other edition, from ``notebooks/LANG/`` (``notebooks.notebook_path``: ``notebooks/zh/``).
+The HTML is in ``course_html.py``; nothing on the site is loaded from the network.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from . import course_html as H
 from .lesson_lang import LANGUAGES as CHECK_LANGUAGES
 from .lesson_lang import localize, word
 from .lessons import list_lessons, run_checks
-from .notebooks import notebook_path
+from .notebooks import editions, notebook_path
 
 #: the plots of simdist.plots that take a trace first: the traces the site offers
 TRACE_PLOTS = ("plot_timeline", "plot_queue_occupancy")
 
-#: names of the languages a notebooks/LANG/ folder can hold
+#: the name of each edition's language
 LANGUAGES = {"en": "English", "zh": "简体中文"}
 
 #: the folder of the simdist package's checkout: the kernel imports simdist from it
@@ -102,27 +102,13 @@ class Status:
 
 # -- finding the notebooks -----------------------------------------------------------------------
 
-def languages(lessons: list[Path]) -> list[str]:
-    """"en" (``notebooks/``), then every ``notebooks/LANG/`` folder holding a lesson's
-    notebook, in order."""
-    if not lessons:
-        return ["en"]
-    folder = notebook_path(lessons[0]).parent
-    found = sorted(d.name for d in folder.iterdir() if d.is_dir() and
-                   any((d / f"{lesson.name}.ipynb").is_file() for lesson in lessons))
-    return ["en"] + found
-
-
 def pages_of(lessons: list[Path]) -> list[Page]:
-    """A page for every lesson in every language it has a notebook in."""
-    pages = []
-    for lang in languages(lessons):
-        for lesson in lessons:
-            path = notebook_path(lesson)
-            path = path if lang == "en" else path.parent / lang / path.name
-            if path.is_file():
-                pages.append(Page(lesson, lang, path))
-    return pages
+    """A page for every lesson in every edition it has a notebook of (``notebooks.editions``),
+    English first."""
+    langs = list(dict.fromkeys(lang for lesson in lessons for lang in editions(lesson)))
+    return [Page(lesson, lang, notebook_path(lesson, lang)) for lang in langs
+            for lesson in lessons
+            if lang in editions(lesson) and notebook_path(lesson, lang).is_file()]
 
 
 # -- executing -----------------------------------------------------------------------------------

@@ -78,19 +78,18 @@ def draw():
 
 @pytest.fixture
 def repo(tmp_path):
-    """A repository with one lesson (checks: one passes, one not done), its notebook and a
-    Chinese notebook of it."""
+    """A repository with one lesson (checks: one passes, one not done) in English and
+    Chinese, and their notebooks."""
     lesson = tmp_path / "lessons" / "01_tiny"
     lesson.mkdir(parents=True)
     (lesson / "lesson.md").write_text(LESSON)
     (lesson / "checks.py").write_text(CHECKS)
     (lesson / "exercises.py").write_text(EXERCISES)
     (lesson / "solution.py").write_text(EXERCISES)
-    notebook = write_notebook(lesson)
-    zh = notebook.parent / "zh"
-    zh.mkdir()
-    (zh / notebook.name).write_text(notebook.read_text().replace("A tiny lesson", "小课")
-                                    .replace("add `two` numbers", "两数相加"))
+    (lesson / "lesson.zh.md").write_text(LESSON.replace("A tiny lesson", "小课")
+                                         .replace("add `two` numbers", "两数相加"))
+    write_notebook(lesson)
+    write_notebook(lesson, lang="zh")
     return tmp_path
 
 
