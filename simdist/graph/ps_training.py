@@ -48,6 +48,7 @@ class PSTrainingRun:
     dropped: int
     staleness: list = field(default_factory=list)
     end_time: int = 0
+    clock: str = "simulated"  # realdist's runs: "wall-clock"
 
     @property
     def worker_steps(self) -> dict:
@@ -72,7 +73,7 @@ class PSTrainingRun:
         """A few lines for the command line."""
         trained = max((t for runs in self.worker_runs.values() for t, _, _ in runs), default=0)
         lines = [f"{self.mode} training: global step {self.global_step} after "
-                 f"{trained / 1e6:.2f} ms of simulated time"]
+                 f"{trained / 1e6:.2f} ms of {self.clock} time"]
         if self.end_time > trained + 1_000_000:
             lines.append(f"  then the chief waited {(self.end_time - trained) / 1e9:.2f} s "
                          "(its stop_grace_period_secs) for its queue runner, which waits for "
