@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 from typing import NamedTuple
 
 from simdist.errors import InvalidArgumentError
@@ -117,9 +118,9 @@ def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
                 f"real_train_on_ps: replicas_to_aggregate={replicas_to_aggregate} is more "
                 f"than the {workers} workers (expected 1..{workers})")
     if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)) or not (
-            learning_rate > 0):
+            0 < learning_rate < math.inf):
         raise InvalidArgumentError(f"real_train_on_ps: learning_rate={learning_rate!r}, "
-                                   "expected a number > 0")
+                                   "expected a finite number > 0")
     check_seconds(timeout, "timeout")
     return step_ms
 

@@ -6,12 +6,14 @@ gives ``serve``, ``worker_server``, ``session_config`` and ``now``; nothing is i
 ``replica_device_setter``, ``get_or_create_global_step``, a linear model on the worker's
 shard, a ``py_func`` that sleeps ``step_ms`` before the gradient, ``GradientDescentOptimizer``
 (wrapped in ``SyncReplicasOptimizer`` with its hook for ``mode="sync"``), ``StopAtStepHook``
-and ``MonitoredTrainingSession``. Around it, three things the comparison needs:
+and ``MonitoredTrainingSession``. Around it, what the comparison needs:
 
-- a start line: the workers meet at a barrier on ps:0 and agree on a start time ``T0``
-  (the latest arrival + ``START_MARGIN_MS``); each worker's first compute ends at
-  ``T0 + step_ms``, so the first run's graph registration (hundreds of ms on a busy machine,
-  different per worker) does not shift one worker against another, as simdist has none;
+- one clock for the steps: the workers meet at a barrier on ps:0 and agree on a start
+  time ``T0`` (the latest arrival + ``START_MARGIN_MS``); each worker's first compute ends
+  at ``T0 + step_ms``, so the first run's graph registration (hundreds of ms on a busy
+  machine, different per worker, none in simdist) does not shift one worker against
+  another; every later compute ends ``step_ms`` after its ``Session.run`` began, so TF's
+  own few ms per run before the py_func are inside ``step_ms`` rather than added to it;
 - observers that change nothing TF does: each sync run also fetches the local step its
   gradients carried (the accumulator apply's own ``local_step`` input), the time its
   gradients were applied (a ``py_func`` after the accumulator applies) and the global step
@@ -78,7 +80,6 @@ def ps_worker(k, options):
     import threading
 
     mode, workers, steps = options["mode"], options["workers"], options["steps"]
-    started = now()  # TensorFlow is imported
     server = worker_server(k)
     cluster = tf.train.ClusterSpec(CLUSTER)
     x_data = np.asarray(options["x"], np.float32)
@@ -144,7 +145,7 @@ def ps_worker(k, options):
                 break
             runs.append({"begin": begin, "end": now(),
                          **{key: value.item() for key, value in values.items()}})
-        emit("worker", {"started": started, "t0": t0, "runs": runs, "computes": computes,
+        emit("worker", {"t0": t0, "runs": runs, "computes": computes,
                         "ended_by": ended_by, "left": now(),
                         "accumulators": accumulators if mode == "sync" else {}})
         closer = threading.Thread(target=sess.close, daemon=True)
