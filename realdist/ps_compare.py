@@ -22,7 +22,8 @@ def simulate_like(options: dict) -> PSTrainingRun:
                        steps=options["steps"],
                        step_us=[ms * 1000 for ms in options["step_ms"]],
                        replicas_to_aggregate=options["replicas_to_aggregate"],
-                       learning_rate=options["learning_rate"], seed=options["seed"])
+                       learning_rate=options["learning_rate"], seed=options["seed"],
+                       stop_grace_period_secs=options["stop_grace_period_secs"])
 
 
 def compare_ps_runs(simulated: PSTrainingRun, real: PSTrainingRun) -> list[tuple]:

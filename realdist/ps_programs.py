@@ -46,7 +46,6 @@ from .localcluster import Task, run_cluster
 from .queue_programs import _check
 
 MAX_WORKERS, MAX_PS = 8, 4  # every task is a TensorFlow process on this machine
-GRACE_SECS = 1.0  # the chief's stop_grace_period_secs (simdist's train_on_ps default)
 
 
 class Arrival(NamedTuple):
@@ -94,7 +93,7 @@ def unconfirmed(replayed) -> int:
 
 
 def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
-                      learning_rate, timeout) -> list:
+                      learning_rate, timeout, stop_grace_period_secs=1.0) -> list:
     """``real_train_on_ps``'s options, checked before any process starts; the step times
     (default 100 ms each)."""
     _check("real_train_on_ps", workers=workers, ps=ps, steps=steps)
@@ -122,18 +121,24 @@ def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
         raise InvalidArgumentError(f"real_train_on_ps: learning_rate={learning_rate!r}, "
                                    "expected a finite number > 0")
     check_seconds(timeout, "timeout")
+    grace = stop_grace_period_secs
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 <= grace < timeout:
+        raise InvalidArgumentError(f"real_train_on_ps: stop_grace_period_secs={grace!r}, "
+                                   f"expected seconds >= 0 and below the timeout ({timeout:g})")
     return step_ms
 
 
 def real_train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 10,
                      step_ms=None, replicas_to_aggregate: int | None = None,
                      learning_rate: float = 0.05, seed: int = 0,
+                     stop_grace_period_secs: float = 1.0,
                      timeout: float = 240) -> PSTrainingRun:
     """Run ``train_on_ps``'s program on real TF on a localhost cluster {ps, worker}; see the
     module docstring. ``step_ms`` (one per worker, default 100 ms each) is each worker's
-    compute time per step."""
+    compute time per step; ``stop_grace_period_secs`` is MonitoredTrainingSession's (a sync
+    chief waits that long at its close; TF's default is 120 s)."""
     step_ms = check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
-                                learning_rate, timeout)
+                                learning_rate, timeout, stop_grace_period_secs)
     aggregate = replicas_to_aggregate or workers
     source = inspect.getsource(queue_tasks) + "\n" + inspect.getsource(ps_tasks) + "\n"
     tasks = [Task(f"ps:{i}", source + f"serve('ps', {i})", server=True) for i in range(ps)]
@@ -141,7 +146,7 @@ def real_train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: i
         x, y = _shard(k, seed)
         options = {"mode": mode, "workers": workers, "steps": steps,
                    "replicas_to_aggregate": aggregate, "learning_rate": learning_rate,
-                   "step_ms": step_ms, "grace_secs": GRACE_SECS, "x": x.tolist(),
+                   "step_ms": step_ms, "grace_secs": stop_grace_period_secs, "x": x.tolist(),
                    "y": y.tolist()}
         tasks.append(Task(f"worker:{k}", source + f"ps_worker({k}, json.loads("
                                                   f"{json.dumps(options)!r}))"))
@@ -149,7 +154,8 @@ def real_train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: i
     outs = {k: report["outputs"][f"worker:{k}"] for k in range(workers)}
     options = {"workers": workers, "ps": ps, "mode": mode, "steps": steps,
                "step_ms": step_ms, "replicas_to_aggregate": replicas_to_aggregate,
-               "learning_rate": learning_rate, "seed": seed}
+               "learning_rate": learning_rate, "seed": seed,
+               "stop_grace_period_secs": stop_grace_period_secs}
     return _training_run(outs, options, aggregate, report["network"])
 
 

@@ -91,7 +91,8 @@ def test_simulated_and_real_rows_line_up_and_mark_differences():
     simulated = train_on_ps(workers=2, mode="sync", steps=2, step_us=[1000, 1700])
     assert simulate_like({"workers": 2, "ps": 1, "mode": "sync", "steps": 2,
                           "step_ms": [1, 1.7], "replicas_to_aggregate": None,
-                          "learning_rate": 0.05, "seed": 0}).trace.to_chrome() == \
+                          "learning_rate": 0.05, "seed": 0,
+                          "stop_grace_period_secs": 1.0}).trace.to_chrome() == \
         simulated.trace.to_chrome()
     rows = compare_ps_runs(simulated, simulated)
     assert [name for name, *_ in rows[:5]] == [
@@ -107,6 +108,8 @@ def test_async_rows_add_the_staleness():
     run = train_on_ps(workers=2, mode="async", steps=4, step_us=[1000, 2500])
     rows = {name: (a, b) for name, a, b in compare_ps_runs(run, run)}
     assert rows["staleness max"] == (max(run.staleness),) * 2 and "staleness mean" in rows
+    run.end_time += 10**9  # a real async run's last close: no queue runner to wait for
+    assert not any("queue runner" in line for line in run.describe())
 
 
 @pytest.mark.parametrize("options, message", [
@@ -119,6 +122,8 @@ def test_async_rows_add_the_staleness():
      "real_train_on_ps: replicas_to_aggregate=4 is more than the 3 workers"),
     ({"replicas_to_aggregate": 0}, "real_train_on_ps: replicas_to_aggregate=0, expected"),
     ({"learning_rate": float("nan")}, "real_train_on_ps: learning_rate=nan, expected"),
+    ({"stop_grace_period_secs": 120}, "real_train_on_ps: stop_grace_period_secs=120, expected "
+                                      "seconds >= 0 and below the timeout (60)"),
 ])
 def test_bad_options_are_refused_before_any_process_starts(options, message):
     given = {"workers": 3, "ps": 1, "mode": "sync", "steps": 4, "step_ms": None,
