@@ -378,7 +378,7 @@ def cmd_ps(args) -> int:
                    step_ms=_step_ms(args.step_ms),
                    replicas_to_aggregate=args.replicas_to_aggregate,
                    learning_rate=args.learning_rate, timeout=args.timeout)
-    check_train_on_ps(**options)
+    check_train_on_ps(**options, seed=args.seed)
     check_output(args.trace, "--trace", ".json")
     print(f"realdist: {args.mode} training, {args.workers} worker and {args.ps} ps "
           "processes on localhost; starting TensorFlow...", flush=True)

@@ -3,10 +3,11 @@
 ``real_train_on_ps`` runs the program of ``simdist.graph.ps_training.train_on_ps`` on real
 TF 2.21 in graph mode (``tf.compat.v1``), one process per task on a loopback-only localhost
 cluster (``realdist.localcluster``; the worker program is ``realdist.ps_tasks``), with the
-same shards, model and learning rate, a ``py_func`` that sleeps ``step_ms[k]`` where simdist's
-``timed_py_func`` takes ``step_us[k]``, and every worker starting its first step at one
-agreed instant. It returns simdist's own ``PSTrainingRun`` (times in wall-clock ns from that
-instant), so that a simulated and a real run compare field by field.
+same shards, model and learning rate, a ``py_func`` whose compute ends ``step_ms[k]`` after
+its run began where simdist's ``timed_py_func`` takes ``step_us[k]``, and every worker
+starting its first step at one agreed instant. It returns simdist's own ``PSTrainingRun``
+(times in wall-clock ns from that instant), so that a simulated and a real run compare field
+by field; when the same gradients are averaged at each step, the losses agree too.
 
 Which gradients were applied and which dropped (sync). TF's ConditionalAccumulator has no
 output that says so; it keeps a global step (set to the global step by the chief's init op,
@@ -23,10 +24,11 @@ gradient means the replay's order was wrong, and is counted in the trace's metad
 by the stopping chief (OutOfRangeError, as on TF) has no fetches: its local step is read
 from the worker's variable and its arrival is the end of its compute.
 
-Not like simdist: each ``Session.run`` through gRPC costs real TF a few ms more than the
-sleep (more on a busy machine), so real workers drift later run after run; the token queue
-re-aligns sync workers at every step, async workers drift freely, so async counts can
-differ by a run where two workers' runs end close together.
+Not like simdist: after its compute, each ``Session.run`` through gRPC costs real TF a few
+ms (the gradients' trip to the ps, the fetches; more on a busy machine) that simdist does
+not price, so real workers drift later run after run. The token queue realigns sync workers
+at every step; async workers drift freely, so a fast worker may read the global step one
+update later than in simdist and stop one run earlier.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import re
 from typing import NamedTuple
 
 from simdist.errors import InvalidArgumentError
@@ -93,10 +96,12 @@ def unconfirmed(replayed) -> int:
 
 
 def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
-                      learning_rate, timeout, stop_grace_period_secs=1.0) -> list:
+                      learning_rate, timeout, stop_grace_period_secs=1.0, seed=0) -> list:
     """``real_train_on_ps``'s options, checked before any process starts; the step times
     (default 100 ms each)."""
     _check("real_train_on_ps", workers=workers, ps=ps, steps=steps)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InvalidArgumentError(f"real_train_on_ps: seed={seed!r}, expected an int >= 0")
     for label, value, most in (("workers", workers, MAX_WORKERS), ("ps", ps, MAX_PS)):
         if value > most:
             raise InvalidArgumentError(f"real_train_on_ps: {label}={value}, expected at most "
@@ -138,7 +143,7 @@ def real_train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: i
     compute time per step; ``stop_grace_period_secs`` is MonitoredTrainingSession's (a sync
     chief waits that long at its close; TF's default is 120 s)."""
     step_ms = check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
-                                learning_rate, timeout, stop_grace_period_secs)
+                                learning_rate, timeout, stop_grace_period_secs, seed)
     aggregate = replicas_to_aggregate or workers
     source = inspect.getsource(queue_tasks) + "\n" + inspect.getsource(ps_tasks) + "\n"
     tasks = [Task(f"ps:{i}", source + f"serve('ps', {i})", server=True) for i in range(ps)]
@@ -208,7 +213,7 @@ def _training_run(outs: dict, options: dict, aggregate: int, network: dict) -> P
         accumulator, device = next((name, device) for name, device
                                    in outs[0]["worker"]["accumulators"].items()
                                    if name.startswith("w:"))
-        ps = "ps:" + device.rsplit(":", 1)[1]
+        ps = "ps:" + re.search(r"task:(\d+)", device).group(1)
         for r in replayed:
             a = r.arrival
             tracer.instant(ps, ps, "accumulators",

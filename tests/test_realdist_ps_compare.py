@@ -122,6 +122,7 @@ def test_async_rows_add_the_staleness():
      "real_train_on_ps: replicas_to_aggregate=4 is more than the 3 workers"),
     ({"replicas_to_aggregate": 0}, "real_train_on_ps: replicas_to_aggregate=0, expected"),
     ({"learning_rate": float("nan")}, "real_train_on_ps: learning_rate=nan, expected"),
+    ({"seed": -1}, "real_train_on_ps: seed=-1, expected an int >= 0"),
     ({"stop_grace_period_secs": 120}, "real_train_on_ps: stop_grace_period_secs=120, expected "
                                       "seconds >= 0 and below the timeout (60)"),
 ])
