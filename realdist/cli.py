@@ -8,6 +8,7 @@
     realdist queues loader-trainer --capacity 8 --loaders 2 --trace out/queue.json
     realdist queues ensemble --predictors 3 --slow 2 --timeout-ms 500
     realdist queues facts --check
+    realdist ps --mode sync --workers 3 --replicas-to-aggregate 2 --step-ms 120,150,500 --compare
 
 ``realdist run`` takes the same exercise options as ``simdist run`` (``Exercise.add_arguments``)
 and writes the same ``RunResult`` JSON, for ``simdist compare``. Bad input is one line,
@@ -53,7 +54,32 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--timeout", type=float, default=120, metavar="S")
     _add_queue_commands(sub.add_parser("queues", help="TF1 queues on real TF: their facts, "
                                        "padded batches, a loader/trainer, an ensemble"))
+    _add_ps_command(sub.add_parser(
+        "ps", help="between-graph training on parameter servers (sync with "
+                   "SyncReplicasOptimizer, or async), one process per task",
+        description="simdist ps's program on real TF 2.21 (tf.compat.v1, graph mode): "
+                    "each worker's own graph with replica_device_setter, "
+                    "MonitoredTrainingSession, StopAtStepHook, and for --mode sync "
+                    "SyncReplicasOptimizer with its hook; prints what `simdist ps` prints"))
     return parser
+
+
+def _add_ps_command(ps) -> None:
+    ps.add_argument("--mode", choices=["sync", "async"], default="sync")
+    ps.add_argument("--workers", type=int, default=3)
+    ps.add_argument("--ps", type=int, default=1, help="parameter server tasks")
+    ps.add_argument("--steps", type=int, default=10, help="stop at this global step")
+    ps.add_argument("--step-ms", metavar="T0,T1,...",
+                    help="each worker's compute time per step in ms (default 100 each)")
+    ps.add_argument("--replicas-to-aggregate", type=int,
+                    help="sync: gradients per step (default: --workers)")
+    ps.add_argument("--learning-rate", type=float, default=0.05)
+    ps.add_argument("--seed", type=int, default=0)
+    ps.add_argument("--compare", action="store_true",
+                    help="also simulate the same program with simdist (step_us = step_ms x "
+                         "1000) and print both side by side")
+    ps.add_argument("--timeout", type=float, default=240, metavar="S")
+    ps.add_argument("--trace", metavar="FILE", help="write the Chrome/Perfetto trace JSON here")
 
 
 def _add_queue_commands(queues) -> None:
@@ -111,7 +137,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"run": cmd_run, "devices": cmd_devices, "split": cmd_split,
-                "queues": cmd_queues}[args.command](args)
+                "queues": cmd_queues, "ps": cmd_ps}[args.command](args)
     except (DeadlineExceededError, UnavailableError) as error:
         print(f"realdist: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
@@ -332,3 +358,39 @@ def _save_trace(trace, path) -> None:
     if path:
         print(f"realdist: trace written to {trace.save(path)} (open it in "
               "https://ui.perfetto.dev)")
+
+
+def _step_ms(text):
+    """'100,170,400' -> [100.0, 170.0, 400.0] (None stays None)."""
+    if text is None:
+        return None
+    try:
+        return [float(part) for part in text.split(",")]
+    except ValueError:
+        raise InvalidArgumentError(f"--step-ms {text!r}: expected step times in ms, one per "
+                                   "worker, separated by commas (e.g. 100,170,400)") from None
+
+
+def cmd_ps(args) -> int:
+    from .ps_programs import check_train_on_ps, real_train_on_ps
+
+    options = dict(workers=args.workers, ps=args.ps, mode=args.mode, steps=args.steps,
+                   step_ms=_step_ms(args.step_ms),
+                   replicas_to_aggregate=args.replicas_to_aggregate,
+                   learning_rate=args.learning_rate, timeout=args.timeout)
+    check_train_on_ps(**options, seed=args.seed)
+    check_output(args.trace, "--trace", ".json")
+    print(f"realdist: {args.mode} training, {args.workers} worker and {args.ps} ps "
+          "processes on localhost; starting TensorFlow...", flush=True)
+    run = real_train_on_ps(seed=args.seed, **options)
+    for line in run.describe():
+        print(line)
+    if args.compare:
+        from .ps_compare import compare_ps_runs, format_comparison, simulate_like
+
+        print("simdist: the same program simulated (step_us = step_ms x 1000)...", flush=True)
+        rows = compare_ps_runs(simulate_like(run.trace.metadata["options"]), run)
+        for line in format_comparison(rows):
+            print("  " + line)
+    _save_trace(run.trace, args.trace)
+    return 0

@@ -36,18 +36,19 @@ def worker_server(index):
 
 
 def wait_for_ps():
-    """Wait until ps:0 accepts connections: a session created before would leave gRPC
-    backing off (1 s, 1.6 s, 2.6 s...) before it tries again."""
+    """Wait until every ps task accepts connections: a session created before would leave
+    gRPC backing off (1 s, 1.6 s, 2.6 s...) before it tries again."""
     import socket
     import time
 
-    host, port = CLUSTER["ps"][0].rsplit(":", 1)
-    while True:
-        try:
-            socket.create_connection((host, int(port)), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.02)
+    for address in CLUSTER["ps"]:
+        host, port = address.rsplit(":", 1)
+        while True:
+            try:
+                socket.create_connection((host, int(port)), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.02)
 
 
 def session_config(index, **options):

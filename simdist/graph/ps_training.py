@@ -52,6 +52,7 @@ class PSTrainingRun:
     ended_by: dict = field(default_factory=dict)  # per worker: "stopped" or why it gave up
     recoveries: dict = field(default_factory=dict)  # per worker: sessions remade or restarts
     restored_from: str | None = None  # the last checkpoint the chief restored
+    clock: str = "simulated"  # realdist's runs: "wall-clock"
 
     @property
     def worker_steps(self) -> dict:
@@ -77,8 +78,8 @@ class PSTrainingRun:
         """A few lines for the command line."""
         trained = max((t for runs in self.worker_runs.values() for t, _, _ in runs), default=0)
         lines = [f"{self.mode} training: global step {self.global_step} after "
-                 f"{trained / 1e6:.2f} ms of simulated time"]
-        if self.end_time > trained + 1_000_000:
+                 f"{trained / 1e6:.2f} ms of {self.clock} time"]
+        if self.mode == "sync" and self.end_time > trained + 1_000_000:
             lines.append(f"  then the chief waited {(self.end_time - trained) / 1e9:.2f} s "
                          "(its stop_grace_period_secs) for its queue runner, which waits for "
                          "gradients that never come: TF's shutdown wait, 120 s by default")

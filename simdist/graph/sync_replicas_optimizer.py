@@ -109,9 +109,10 @@ class SyncReplicasOptimizer:
                     # runs after its control dependencies; a fresh read does the same
                     tokens = fill([self._tokens_per_step], global_step.read_value())
                     sync_op = self._sync_token_queue.enqueue_many((tokens,))
-            dummy_queue = FIFOQueue(1, "int32", shapes=[()], name="dummy_queue",
-                                    shared_name="dummy_queue")
-            self._chief_queue_runner = QueueRunner(dummy_queue, [sync_op])
+            # TF 2.x runs sync_op on the token queue itself (TF 1.x used a dummy queue):
+            # when the chief stops, the runner's cancel op closes sync_token_q, so a
+            # replica that waits for a token then ends with OutOfRangeError
+            self._chief_queue_runner = QueueRunner(self._sync_token_queue, [sync_op])
             for accumulator, device in self._accumulator_list:
                 with graph.device(device):
                     chief_init_ops.append(accumulator.set_global_step(global_step,

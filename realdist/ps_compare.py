@@ -1,0 +1,79 @@
+"""Parameter-server training simulated and measured, side by side (issue 12, item 6).
+
+``simulate_like`` runs simdist's ``train_on_ps`` with a real run's options (``step_us`` =
+``step_ms`` x 1000, the same workers, ps tasks, steps, ``replicas_to_aggregate``, learning
+rate and seed); ``compare_ps_runs`` lines up what both give: the global step, each worker's
+steps (runs), applied and dropped gradients and last loss, and for async runs the
+staleness; ``format_comparison`` prints them with a mark where they differ.
+"""
+
+from __future__ import annotations
+
+import math
+
+from simdist.graph.ps_training import PSTrainingRun, train_on_ps
+
+from .ps_programs import real_train_on_ps
+
+
+def simulate_like(options: dict) -> PSTrainingRun:
+    """simdist's ``train_on_ps`` for a real run's ``options`` (its trace metadata)."""
+    return train_on_ps(workers=options["workers"], ps=options["ps"], mode=options["mode"],
+                       steps=options["steps"],
+                       step_us=[ms * 1000 for ms in options["step_ms"]],
+                       replicas_to_aggregate=options["replicas_to_aggregate"],
+                       learning_rate=options["learning_rate"], seed=options["seed"],
+                       stop_grace_period_secs=options["stop_grace_period_secs"])
+
+
+def compare_ps_runs(simulated: PSTrainingRun, real: PSTrainingRun) -> list[tuple]:
+    """[(figure, simulated, real)]: counts as ints, losses and mean staleness as floats."""
+    rows = [("global step", simulated.global_step, real.global_step)]
+    sim_grads, real_grads = simulated.gradients_by_worker(), real.gradients_by_worker()
+    for k in sorted(set(simulated.worker_runs) | set(real.worker_runs)):
+        rows.append((f"worker {k} steps", simulated.worker_steps.get(k, 0),
+                     real.worker_steps.get(k, 0)))
+        for i, label in enumerate(("applied", "dropped")):
+            rows.append((f"worker {k} gradients {label}", sim_grads.get(k, (0, 0))[i],
+                         real_grads.get(k, (0, 0))[i]))
+        rows.append((f"worker {k} last loss", _last_loss(simulated, k), _last_loss(real, k)))
+    if simulated.mode == "async":
+        rows.append(("staleness max", max(simulated.staleness, default=0),
+                     max(real.staleness, default=0)))
+        rows.append(("staleness mean", _mean(simulated.staleness), _mean(real.staleness)))
+    return rows
+
+
+def _last_loss(run: PSTrainingRun, k: int) -> float:
+    runs = run.worker_runs.get(k, [])
+    return float(runs[-1][2]) if runs else float("nan")
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def differs(simulated, real) -> bool:
+    """Counts differ when unequal; floats (losses, means) beyond 1e-3 relative."""
+    if isinstance(simulated, int) and isinstance(real, int):
+        return simulated != real
+    if math.isnan(simulated) or math.isnan(real):
+        return math.isnan(simulated) != math.isnan(real)
+    return not abs(simulated - real) <= 1e-3 * max(1.0, abs(simulated), abs(real))
+
+
+def format_comparison(rows) -> list[str]:
+    """The rows as a table, with "<-" where simulated and real differ."""
+    lines = [f"{'':30s}{'simulated':>11s}{'real TF':>11s}"]
+    for name, sim, real in rows:
+        cells = "".join(f"{v:11d}" if isinstance(v, int) else f"{v:11.3f}" for v in (sim, real))
+        lines.append(f"{name:30s}{cells}" + ("  <- differs" if differs(sim, real) else ""))
+    return lines
+
+
+def compare_train_on_ps(**options):
+    """Run the program on real TF (``real_train_on_ps(**options)``), then simulate it with
+    the same options: (simulated run, real run, ``compare_ps_runs`` rows)."""
+    real = real_train_on_ps(**options)
+    simulated = simulate_like(real.trace.metadata["options"])
+    return simulated, real, compare_ps_runs(simulated, real)

@@ -1,0 +1,235 @@
+"""Between-graph training on parameter servers on real TensorFlow, in simdist's trace schema.
+
+``real_train_on_ps`` runs the program of ``simdist.graph.ps_training.train_on_ps`` on real
+TF 2.21 in graph mode (``tf.compat.v1``), one process per task on a loopback-only localhost
+cluster (``realdist.localcluster``; the worker program is ``realdist.ps_tasks``), with the
+same shards, model and learning rate, a ``py_func`` whose compute ends ``step_ms[k]`` after
+its run began where simdist's ``timed_py_func`` takes ``step_us[k]``, and every worker
+starting its first step at one agreed instant. It returns simdist's own ``PSTrainingRun``
+(times in wall-clock ns from that instant), so that a simulated and a real run compare field
+by field; when the same gradients are averaged at each step, the losses agree too.
+
+Which gradients were applied and which dropped (sync). TF's ConditionalAccumulator has no
+output that says so; it keeps a global step (set to the global step by the chief's init op,
+moved on by one at each take of the chief's queue runner) and silently drops a gradient
+whose local step is below it. So each run fetches, without changing what TF does, the
+local step its gradients carried (the accumulator apply's own ``local_step`` input) and
+when the applies returned; the gradients are then put in the order they reached the ps and
+``replay_accumulator`` replays TF's rule on them: accepted if local step >= the
+accumulator's step, and a take once ``replicas_to_aggregate`` were accepted since the last
+one (never more takes than the global step shows). Each run also read the global step on
+the ps right after its applies; a read outside the replay's step before and after that
+gradient means the replay's order was wrong, and is counted in the trace's metadata
+(``unconfirmed``). The last gradient of a worker whose token wait met the token queue closed
+by the stopping chief (OutOfRangeError, as on TF) has no fetches: its local step is read
+from the worker's variable and its arrival is the end of its compute.
+
+Not like simdist: after its compute, each ``Session.run`` through gRPC costs real TF a few
+ms (the gradients' trip to the ps, the fetches; more on a busy machine) that simdist does
+not price, so real workers drift later run after run. The token queue realigns sync workers
+at every step; async workers drift freely, so a fast worker may read the global step one
+update later than in simdist and stop one run earlier.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import re
+from typing import NamedTuple
+
+from simdist.errors import InvalidArgumentError
+from simdist.graph.ps_training import PSTrainingRun, _shard
+from simdist.trace import Tracer, build_trace
+from simdist.units import check_seconds
+
+from . import ps_tasks, queue_tasks
+from .localcluster import Task, run_cluster
+from .queue_programs import _check
+
+MAX_WORKERS, MAX_PS = 8, 4  # every task is a TensorFlow process on this machine
+
+
+class Arrival(NamedTuple):
+    """A worker's gradients reaching the accumulators: when (ns), from which worker and
+    run, with which local step, and the global step read on the ps right after (None for
+    a run that ended in OutOfRangeError)."""
+
+    time: int
+    worker: int
+    run: int
+    local_step: int
+    read_after: int | None
+
+
+class Replayed(NamedTuple):
+    """What the accumulator did with an arrival: ``applied`` or dropped, its step when the
+    gradient came (the instant's ``global_step``) and after it (a take may follow)."""
+
+    arrival: Arrival
+    applied: bool
+    step_before: int
+    step_after: int
+
+
+def replay_accumulator(arrivals, replicas_to_aggregate: int, max_takes: int) -> list[Replayed]:
+    """TF's ConditionalAccumulator under the chief's ``take_grad(replicas_to_aggregate)``,
+    replayed over ``arrivals`` in time order (see the module docstring)."""
+    step = count = 0
+    replayed = []
+    for arrival in sorted(arrivals):
+        before = step
+        applied = arrival.local_step >= step
+        count += applied
+        if count >= replicas_to_aggregate and step < max_takes:
+            step, count = step + 1, 0
+        replayed.append(Replayed(arrival, applied, before, step))
+    return replayed
+
+
+def unconfirmed(replayed) -> int:
+    """Arrivals whose global step read right after them is outside the replay's step
+    before and after them."""
+    return sum(1 for r in replayed if r.arrival.read_after is not None
+               and not r.step_before <= r.arrival.read_after <= r.step_after)
+
+
+def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
+                      learning_rate, timeout, stop_grace_period_secs=1.0, seed=0) -> list:
+    """``real_train_on_ps``'s options, checked before any process starts; the step times
+    (default 100 ms each)."""
+    _check("real_train_on_ps", workers=workers, ps=ps, steps=steps)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InvalidArgumentError(f"real_train_on_ps: seed={seed!r}, expected an int >= 0")
+    for label, value, most in (("workers", workers, MAX_WORKERS), ("ps", ps, MAX_PS)):
+        if value > most:
+            raise InvalidArgumentError(f"real_train_on_ps: {label}={value}, expected at most "
+                                       f"{most}: every task is a TensorFlow process here")
+    if mode not in ("sync", "async"):
+        raise InvalidArgumentError(f"real_train_on_ps: mode={mode!r}, expected 'sync' or "
+                                   "'async'")
+    step_ms = [100.0] * workers if step_ms is None else list(step_ms)
+    if len(step_ms) != workers or not all(
+            isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t <= 60_000
+            for t in step_ms):
+        raise InvalidArgumentError(f"real_train_on_ps: step_ms={step_ms!r}, expected {workers} "
+                                   "step times in ms (0 to 60000), one per worker")
+    if replicas_to_aggregate is not None:
+        _check("real_train_on_ps", replicas_to_aggregate=replicas_to_aggregate)
+        if mode == "sync" and replicas_to_aggregate > workers:
+            raise InvalidArgumentError(
+                f"real_train_on_ps: replicas_to_aggregate={replicas_to_aggregate} is more "
+                f"than the {workers} workers (expected 1..{workers})")
+    if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)) or not (
+            0 < learning_rate < math.inf):
+        raise InvalidArgumentError(f"real_train_on_ps: learning_rate={learning_rate!r}, "
+                                   "expected a finite number > 0")
+    check_seconds(timeout, "timeout")
+    grace = stop_grace_period_secs
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 <= grace < timeout:
+        raise InvalidArgumentError(f"real_train_on_ps: stop_grace_period_secs={grace!r}, "
+                                   f"expected seconds >= 0 and below the timeout ({timeout:g})")
+    return step_ms
+
+
+def real_train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 10,
+                     step_ms=None, replicas_to_aggregate: int | None = None,
+                     learning_rate: float = 0.05, seed: int = 0,
+                     stop_grace_period_secs: float = 1.0,
+                     timeout: float = 240) -> PSTrainingRun:
+    """Run ``train_on_ps``'s program on real TF on a localhost cluster {ps, worker}; see the
+    module docstring. ``step_ms`` (one per worker, default 100 ms each) is each worker's
+    compute time per step; ``stop_grace_period_secs`` is MonitoredTrainingSession's (a sync
+    chief waits that long at its close; TF's default is 120 s)."""
+    step_ms = check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
+                                learning_rate, timeout, stop_grace_period_secs, seed)
+    aggregate = replicas_to_aggregate or workers
+    source = inspect.getsource(queue_tasks) + "\n" + inspect.getsource(ps_tasks) + "\n"
+    tasks = [Task(f"ps:{i}", source + f"serve('ps', {i})", server=True) for i in range(ps)]
+    for k in range(workers):
+        x, y = _shard(k, seed)
+        options = {"mode": mode, "workers": workers, "steps": steps,
+                   "replicas_to_aggregate": aggregate, "learning_rate": learning_rate,
+                   "step_ms": step_ms, "grace_secs": stop_grace_period_secs, "x": x.tolist(),
+                   "y": y.tolist()}
+        tasks.append(Task(f"worker:{k}", source + f"ps_worker({k}, json.loads("
+                                                  f"{json.dumps(options)!r}))"))
+    report = run_cluster({"ps": ps, "worker": workers}, tasks, timeout)
+    outs = {k: report["outputs"][f"worker:{k}"] for k in range(workers)}
+    options = {"workers": workers, "ps": ps, "mode": mode, "steps": steps,
+               "step_ms": step_ms, "replicas_to_aggregate": replicas_to_aggregate,
+               "learning_rate": learning_rate, "seed": seed,
+               "stop_grace_period_secs": stop_grace_period_secs}
+    return _training_run(outs, options, aggregate, report["network"])
+
+
+def _arrivals(k: int, out: dict) -> list[Arrival]:
+    """Worker k's gradients as they reached the accumulators (sync)."""
+    arrivals = [Arrival(run["applied_at"], k, n, run["local_step"], run["step_at_apply"])
+                for n, run in enumerate(out["runs"])]
+    ended = out["ended_by"]
+    if ended is not None and len(out["computes"]) > len(out["runs"]):
+        arrivals.append(Arrival(out["computes"][-1][1], k, len(out["runs"]),
+                                ended["local_step"], None))
+    return arrivals
+
+
+def _training_run(outs: dict, options: dict, aggregate: int, network: dict) -> PSTrainingRun:
+    """simdist's PSTrainingRun from every worker's output."""
+    mode = options["mode"]
+    t0 = outs[0]["worker"]["t0"]
+    tracer = Tracer()
+    worker_runs, staleness = {}, []
+    for k, out in outs.items():
+        pid, worker = f"worker:{k}", out["worker"]
+        worker_runs[k] = [(run["end"] - t0, run["step_after"], run["loss"])
+                          for run in worker["runs"]]
+        for n, run in enumerate(worker["runs"]):
+            begin = max(run["begin"], t0)  # the first run registered its graph before t0
+            args = {"global_step_after": run["step_after"], "loss": run["loss"]}
+            if mode == "async":
+                staleness.append(run["step_after"] - 1 - run["step_read"])
+                args["staleness"] = staleness[-1]
+            else:
+                args["local_step"] = run["local_step"]
+                tracer.span(pid, pid, "CPU:0 waits", "sync_token_q_Dequeue", "wait",
+                            run["applied_at"] - t0, run["end"] - run["applied_at"])
+            tracer.span(pid, pid, "steps", f"run {n}", "step", begin - t0, run["end"] - begin,
+                        args)
+        for start, end in worker["computes"]:
+            start = max(start, t0)
+            tracer.span(pid, pid, "CPU:0", "compute", "compute", start - t0, end - start)
+        if worker["ended_by"] is not None:
+            tracer.instant(pid, pid, "steps", worker["ended_by"]["error"], "event",
+                           worker["left"] - t0, {"message": worker["ended_by"]["message"]})
+    steps_seen = [run[key] for out in outs.values() for run in out["worker"]["runs"]
+                  for key in ("step_after", "step_at_apply") if key in run]
+    global_step = max(steps_seen, default=0)
+    checks = {}
+    if mode == "sync":
+        arrivals = [a for k, out in outs.items() for a in _arrivals(k, out["worker"])]
+        replayed = replay_accumulator(arrivals, aggregate, global_step)
+        accumulator, device = next((name, device) for name, device
+                                   in outs[0]["worker"]["accumulators"].items()
+                                   if name.startswith("w:"))
+        ps = "ps:" + re.search(r"task:(\d+)", device).group(1)
+        for r in replayed:
+            a = r.arrival
+            tracer.instant(ps, ps, "accumulators",
+                           "gradient applied" if r.applied else "gradient dropped", "event",
+                           a.time - t0, {"accumulator": accumulator, "local_step": a.local_step,
+                                         "global_step": r.step_before,
+                                         "source": f"/job:worker/task:{a.worker}"})
+        checks = {"arrivals": len(replayed), "unconfirmed": unconfirmed(replayed)}
+    closed = [out["closed"] for out in outs.values() if out.get("closed") is not None]
+    processes = [f"worker:{k}" for k in outs] + [f"ps:{i}" for i in range(options["ps"])]
+    trace = build_trace(tracer.streams, processes, processes, {
+        "source": "realdist", "program": "train_on_ps", "options": options,
+        "clock": "wall (time.monotonic_ns), 0 when every worker's first step starts",
+        "network": network, "replay": checks})
+    run = PSTrainingRun(trace, mode, worker_runs, global_step, 0, 0, staleness,
+                        max(closed, default=t0) - t0, clock="wall-clock")
+    counts = run.gradients_by_worker().values()
+    run.applied, run.dropped = sum(a for a, _ in counts), sum(d for _, d in counts)
+    return run

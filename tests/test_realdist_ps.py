@@ -1,0 +1,115 @@
+"""Parameter-server training on real TF 2.21 against simdist's train_on_ps: the same applied
+and dropped gradients, steps and losses for SyncReplicasOptimizer with and without a backup
+worker, plausible staleness for async training, and runs that end within their timeout
+leaving no process.
+
+The step times are chosen so that TF's few ms of overhead per run cannot reorder two
+gradients around a step: simdist gives the same counts with every worker 4, 8 or 14 ms
+slower per step, or one worker 5% faster or 6% slower (tests/test_realdist_ps_compare.py's
+replay decides only from that order)."""
+
+import pytest
+
+from realdist import ps_programs
+from realdist.cli import main as realdist_main
+from realdist.ps_compare import compare_train_on_ps, differs
+from simdist.errors import DeadlineExceededError
+
+pytestmark = pytest.mark.realtf
+
+
+def _differences(rows):
+    return [row for row in rows if differs(row[1], row[2])]
+
+
+@pytest.fixture(scope="module")
+def no_backup():
+    """replicas_to_aggregate = total_num_replicas = 2: every step waits for both workers."""
+    return compare_train_on_ps(workers=2, mode="sync", steps=4, step_ms=[100, 170],
+                               timeout=240)
+
+
+@pytest.fixture(scope="module")
+def backup():
+    """replicas_to_aggregate=2 of 3 workers: the slow one is a backup worker."""
+    return compare_train_on_ps(workers=3, mode="sync", steps=5, step_ms=[120, 150, 500],
+                               replicas_to_aggregate=2, timeout=240)
+
+
+@pytest.fixture(scope="module")
+def async_run():
+    return compare_train_on_ps(workers=2, mode="async", steps=8, step_ms=[100, 250],
+                               timeout=240)
+
+
+@pytest.mark.timeout(300)
+def test_sync_without_backup_workers_matches_simdist(no_backup):
+    simulated, real, rows = no_backup
+    assert _differences(rows) == [], rows
+    assert real.global_step == 4
+    # the initial tokens let worker 0 run a second time on local step 0 before step 1
+    # is taken: one of its gradients is dropped, on TF as in simdist
+    assert real.gradients_by_worker() == simulated.gradients_by_worker() == {
+        0: (5, 1), 1: (3, 1)}
+    assert real.trace.metadata["replay"] == {"arrivals": 10, "unconfirmed": 0}
+
+
+@pytest.mark.timeout(300)
+def test_a_backup_worker_s_late_gradients_are_dropped_as_in_simdist(backup):
+    simulated, real, rows = backup
+    assert _differences(rows) == [], rows
+    assert real.global_step == 5
+    assert real.gradients_by_worker() == {0: (5, 3), 1: (5, 2), 2: (1, 2)}
+    assert real.trace.metadata["replay"]["unconfirmed"] == 0
+    # the backup worker's last token wait met sync_token_q closed by the stopping chief
+    ended = [e for e in real.trace.instants if e.pid == "worker:2" and e.lane == "steps"]
+    assert [e.name for e in ended] == ["OutOfRangeError"]
+    assert "'sync_token_q' is closed" in ended[0].args["message"]
+
+
+@pytest.mark.timeout(300)
+def test_async_gradients_are_stale_and_the_global_step_reaches_the_target(async_run):
+    simulated, real, rows = async_run
+    assert 8 <= real.global_step <= 8 + 2  # a run begun before the step is seen applies
+    assert real.dropped == 0 and real.applied == sum(real.worker_steps.values())
+    assert len(real.staleness) == real.applied and min(real.staleness) >= 0
+    assert max(real.staleness) >= 1  # worker 1 reads, worker 0 applies twice meanwhile
+    assert real.worker_steps[0] > real.worker_steps[1]
+    staleness = {name: (sim, measured) for name, sim, measured in rows if "staleness" in name}
+    assert abs(staleness["staleness mean"][0] - staleness["staleness mean"][1]) < 1.0, rows
+
+
+@pytest.mark.timeout(300)
+def test_runs_end_soon_after_training_and_leave_no_process(backup, async_run):
+    psutil = pytest.importorskip("psutil")
+    for _, real, _ in (backup, async_run):
+        trained = max(t for runs in real.worker_runs.values() for t, _, _ in runs)
+        # the chief closes after its stop_grace_period_secs (1 s), not TF's default 120 s
+        assert trained < real.end_time < trained + 10e9
+    assert psutil.Process().children(recursive=True) == []
+
+
+@pytest.mark.timeout(60)
+def test_a_run_past_its_timeout_is_stopped_and_leaves_no_process():
+    psutil = pytest.importorskip("psutil")
+    with pytest.raises(DeadlineExceededError, match="did not finish within 3 s"):
+        ps_programs.real_train_on_ps(workers=2, mode="sync", steps=2, timeout=3)
+    assert psutil.Process().children(recursive=True) == []
+
+
+@pytest.mark.timeout(300)
+def test_the_ps_command_prints_simdists_lines_and_the_comparison(backup, monkeypatch, capsys,
+                                                                 tmp_path):
+    simulated, real, _ = backup
+    monkeypatch.setattr(ps_programs, "real_train_on_ps", lambda **options: real)
+    trace = tmp_path / "ps.json"
+    assert realdist_main(["ps", "--workers", "3", "--replicas-to-aggregate", "2", "--step-ms",
+                          "120,150,500", "--steps", "5", "--compare", "--trace",
+                          str(trace)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:1 + len(real.describe())] == real.describe()
+    assert out[1].startswith("sync training: global step 5 after") and "wall-clock" in out[1]
+    table = out[out.index("simdist: the same program simulated (step_us = step_ms x 1000)...")
+                + 1:]
+    assert table[1].split() == ["global", "step", "5", "5"]
+    assert not any("differs" in line for line in table) and trace.exists()

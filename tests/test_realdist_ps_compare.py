@@ -1,0 +1,149 @@
+"""realdist's parameter-server training without TensorFlow: the accumulator replay that
+counts applied and dropped gradients, the conversion of the worker processes' outputs into
+simdist's PSTrainingRun and trace, the simulated-vs-real rows, and bad input."""
+
+import math
+
+import pytest
+
+from realdist.cli import main as realdist_main
+from realdist.ps_compare import compare_ps_runs, differs, format_comparison, simulate_like
+from realdist.ps_programs import (Arrival, _training_run, check_train_on_ps,
+                                  replay_accumulator, unconfirmed)
+from simdist.errors import InvalidArgumentError
+from simdist.graph.ps_training import train_on_ps
+
+pytestmark = pytest.mark.usefixtures("fresh_tf1")
+
+
+def _outcomes(replayed):
+    return [(r.arrival.worker, r.applied, r.step_before, r.step_after) for r in replayed]
+
+
+def test_replay_drops_a_gradient_older_than_the_accumulators_step():
+    # two replicas to aggregate: worker 0's first two gradients (the second on an initial
+    # token, still local step 0) make step 1; worker 1's, computed at step 0, comes late
+    arrivals = [Arrival(250, 1, 0, 0, 1), Arrival(100, 0, 0, 0, 0), Arrival(200, 0, 1, 0, 1)]
+    assert _outcomes(replay_accumulator(arrivals, 2, max_takes=9)) == [
+        (0, True, 0, 0), (0, True, 0, 1), (1, False, 1, 1)]
+
+
+def test_replay_takes_no_more_steps_than_the_global_step_shows():
+    # the chief stopped after step 1: later gradients still reach the accumulator, no take
+    arrivals = [Arrival(t, t % 2, t, 0 if t < 3 else 1, None) for t in range(1, 7)]
+    replayed = replay_accumulator(arrivals, 2, max_takes=1)
+    assert [r.step_after for r in replayed] == [0, 1, 1, 1, 1, 1]
+    assert [r.applied for r in replayed] == [True, True, True, True, True, True]
+
+
+def test_a_global_step_read_outside_the_replay_is_unconfirmed():
+    replayed = replay_accumulator([Arrival(1, 0, 0, 0, 1), Arrival(2, 1, 0, 0, 3)], 1, 9)
+    # the first read 1 is its own take; the second gradient came at step 1 (dropped), so a
+    # read of 3 right after it cannot be
+    assert [r.applied for r in replayed] == [True, False] and unconfirmed(replayed) == 1
+
+
+def _worker(t0, runs, computes, ended_by=None):
+    return {"worker": {"t0": t0, "runs": runs, "computes": computes, "ended_by": ended_by,
+                       "left": t0 + 900, "accumulators": {"b:0/grad_accum": "/job:ps/task:0",
+                                                          "w:0/grad_accum": "/job:ps/task:0"}},
+            "closed": t0 + 2000}
+
+
+def _run(begin, end, applied_at, local_step, step_at_apply, step_after, loss):
+    return {"begin": begin, "end": end, "applied_at": applied_at, "local_step": local_step,
+            "step_at_apply": step_at_apply, "step_after": step_after, "step_read": 0,
+            "loss": loss}
+
+
+def test_worker_outputs_become_simdists_training_run_and_trace():
+    t0 = 10_000
+    outs = {0: _worker(t0, [_run(t0 - 50, t0 + 110, t0 + 100, 0, 0, 0, 2.0),
+                            _run(t0 + 110, t0 + 210, t0 + 200, 0, 1, 1, 1.5)],
+                       [(t0 - 40, t0 + 99), (t0 + 111, t0 + 198)]),
+            1: _worker(t0, [_run(t0 - 60, t0 + 260, t0 + 250, 0, 1, 1, 3.0)],
+                       [(t0 - 30, t0 + 249), (t0 + 261, t0 + 700)],
+                       {"error": "OutOfRangeError", "message": "FIFOQueue 'sync_token_q' is "
+                        "closed and has insufficient elements", "local_step": 1})}
+    options = {"workers": 2, "ps": 1, "mode": "sync", "steps": 1, "step_ms": [100, 250],
+               "replicas_to_aggregate": 2, "learning_rate": 0.05, "seed": 0}
+    run = _training_run(outs, options, 2, {})
+    assert run.global_step == 1 and run.worker_steps == {0: 2, 1: 1}
+    # worker 1's last gradient (local step 1, from the run the closed queue ended) counts
+    assert run.gradients_by_worker() == {0: (2, 0), 1: (1, 1)}
+    assert (run.applied, run.dropped) == (3, 1)
+    assert run.worker_runs[0] == [(110, 0, 2.0), (210, 1, 1.5)] and run.end_time == 2000
+    instants = [(e.pid, e.lane, e.name, e.t, e.args["local_step"], e.args["global_step"])
+                for e in run.trace.instants if e.lane == "accumulators"]
+    assert instants == [("ps:0", "accumulators", "gradient applied", 100, 0, 0),
+                        ("ps:0", "accumulators", "gradient applied", 200, 0, 0),
+                        ("ps:0", "accumulators", "gradient dropped", 250, 0, 1),
+                        ("ps:0", "accumulators", "gradient applied", 700, 1, 1)]
+    assert run.trace.metadata["replay"] == {"arrivals": 4, "unconfirmed": 0}
+    closed = [e for e in run.trace.instants if e.name == "OutOfRangeError"]
+    assert [(e.pid, e.t) for e in closed] == [("worker:1", 900)]
+    first = next(s for s in run.trace.spans if s.pid == "worker:0" and s.lane == "steps")
+    assert (first.start, first.dur) == (0, 110)  # registration before t0 is not drawn
+    assert run.describe()[0] == "sync training: global step 1 after 0.00 ms of wall-clock time"
+
+
+def test_simulated_and_real_rows_line_up_and_mark_differences():
+    simulated = train_on_ps(workers=2, mode="sync", steps=2, step_us=[1000, 1700])
+    assert simulate_like({"workers": 2, "ps": 1, "mode": "sync", "steps": 2,
+                          "step_ms": [1, 1.7], "replicas_to_aggregate": None,
+                          "learning_rate": 0.05, "seed": 0,
+                          "stop_grace_period_secs": 1.0}).trace.to_chrome() == \
+        simulated.trace.to_chrome()
+    rows = compare_ps_runs(simulated, simulated)
+    assert [name for name, *_ in rows[:5]] == [
+        "global step", "worker 0 steps", "worker 0 gradients applied",
+        "worker 0 gradients dropped", "worker 0 last loss"]
+    assert not any("differs" in line for line in format_comparison(rows))
+    table = format_comparison([("global step", 2, 3), ("worker 0 last loss", 1.0, 1.0004)])
+    assert table[1].endswith("<- differs") and not table[2].endswith("differs")
+    assert differs(float("nan"), 1.0) and not differs(math.nan, math.nan)
+
+
+def test_async_rows_add_the_staleness():
+    run = train_on_ps(workers=2, mode="async", steps=4, step_us=[1000, 2500])
+    rows = {name: (a, b) for name, a, b in compare_ps_runs(run, run)}
+    assert rows["staleness max"] == (max(run.staleness),) * 2 and "staleness mean" in rows
+    run.end_time += 10**9  # a real async run's last close: no queue runner to wait for
+    assert not any("queue runner" in line for line in run.describe())
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"workers": 0}, "real_train_on_ps: workers=0, expected an int >= 1"),
+    ({"workers": 9}, "real_train_on_ps: workers=9, expected at most 8"),
+    ({"mode": "ring"}, "real_train_on_ps: mode='ring', expected 'sync' or 'async'"),
+    ({"step_ms": [100, 100]}, "real_train_on_ps: step_ms=[100, 100], expected 3 step times"),
+    ({"step_ms": [100, -1, 100]}, "real_train_on_ps: step_ms=[100, -1, 100], expected 3"),
+    ({"replicas_to_aggregate": 4},
+     "real_train_on_ps: replicas_to_aggregate=4 is more than the 3 workers"),
+    ({"replicas_to_aggregate": 0}, "real_train_on_ps: replicas_to_aggregate=0, expected"),
+    ({"learning_rate": float("nan")}, "real_train_on_ps: learning_rate=nan, expected"),
+    ({"seed": -1}, "real_train_on_ps: seed=-1, expected an int >= 0"),
+    ({"stop_grace_period_secs": 120}, "real_train_on_ps: stop_grace_period_secs=120, expected "
+                                      "seconds >= 0 and below the timeout (60)"),
+])
+def test_bad_options_are_refused_before_any_process_starts(options, message):
+    given = {"workers": 3, "ps": 1, "mode": "sync", "steps": 4, "step_ms": None,
+             "replicas_to_aggregate": None, "learning_rate": 0.05, "timeout": 60, **options}
+    with pytest.raises(InvalidArgumentError) as error:
+        check_train_on_ps(**given)
+    assert str(error.value).startswith(message)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--step-ms", "100,x,100"], "realdist: error: --step-ms '100,x,100': expected step times"),
+    (["--workers", "2", "--step-ms", "100"],
+     "realdist: error: real_train_on_ps: step_ms=[100.0], expected 2 step times"),
+    (["--replicas-to-aggregate", "5"],
+     "realdist: error: real_train_on_ps: replicas_to_aggregate=5 is more than the 3 workers"),
+    (["--trace", "out.txt"], "realdist: error: --trace 'out.txt' must end in .json"),
+])
+def test_bad_ps_command_input_is_one_line_and_exit_2(capsys, argv, expected):
+    assert realdist_main(["ps", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(expected) and captured.err.count("\n") == 1
+    assert captured.out == ""
