@@ -39,7 +39,8 @@ def test_two_clients_share_a_variable_on_the_ps_and_a_local_session_keeps_its_ow
     assert int(b.run(inc_b)) == 5
     # the increment crossed the network: worker -> ps Send/Recv in the trace
     names = {(s.pid, s.name) for s in b.last_trace.spans}
-    assert ("worker:1", "Send Const:0") in names and ("ps:0", "Recv Const:0") in names
+    assert ("worker:1", "Send AssignAdd/value:0") in names and \
+        ("ps:0", "Recv AssignAdd/value:0") in names
     assert ("ps:0", "AssignAdd") in names
 
 

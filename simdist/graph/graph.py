@@ -236,19 +236,23 @@ class Graph:
                 controls += [c for c in level if c not in controls]
         input_ops = {t.op for t in inputs}
         controls = [c for c in controls if c not in input_ops]
-        if exact:
-            if name in self._by_name:
-                raise InvalidArgumentError(f"the graph already has an op named {name!r}")
-            self._name_counts[name.lower()] = self._name_counts.get(name.lower(), 0) + 1
+        # TF: a name ending in "/" is taken as it is, without marking it used (the name
+        # scope that made it marked it already); a clash is an error, as TF's
+        # "Duplicate node name in graph"
         op_name = name if exact else self.unique_name(name or op_type)
+        if op_name in self._by_name:
+            raise InvalidArgumentError(f"Duplicate node name in graph: {op_name!r} (the graph "
+                                       "already has an op of that name)")
         op = Operation(self, op_type, op_name, inputs, attrs or {}, controls, self._container)
         for index, (dtype, shape) in enumerate(outputs):
             op.outputs.append(Tensor(op, index, as_dtype(dtype), shape))
         for tensor in inputs:
             tensor.consumers_list.append(op)
-        if self._colocate_stack:
-            op.colocate = _colocation_root(self._colocate_stack[-1])
         self._apply_device_functions(op)
+        if self._colocate_stack:  # TF: the op takes the device of the op it is colocated with
+            op.colocate = _colocation_root(self._colocate_stack[-1])
+            if self._colocate_stack[-1].device:
+                op.device = self._colocate_stack[-1].device
         self._ops.append(op)
         self._by_name[op.name] = op
         return op

@@ -60,10 +60,14 @@ def resource_key(op) -> tuple[str, str]:
 
 
 class Initializer:
-    """tf.*_initializer: makes the initial value (a numpy array, seeded) for a shape."""
+    """tf.*_initializer: makes the initial value (a numpy array, seeded) for a shape.
 
-    def __init__(self, fn, name):
+    ``op_name`` is the name of the last op TF's initializer builds (``zeros``,
+    ``random_uniform``...): simdist builds one Const of that name holding the value."""
+
+    def __init__(self, fn, name, op_name=None):
         self.fn, self.name = fn, name
+        self.op_name = op_name or name
 
     def __call__(self, shape, dtype=float32, seed=0):
         dtype = as_dtype(dtype)
@@ -97,7 +101,7 @@ def glorot_uniform_initializer(seed=None):
         fan_out = shape[-1] if shape else 1
         limit = np.sqrt(6.0 / max(1, fan_in + fan_out))
         return rng.uniform(-limit, limit, shape)
-    return Initializer(fn, "glorot_uniform")
+    return Initializer(fn, "glorot_uniform", op_name="random_uniform")
 
 
 # -- Variable -------------------------------------------------------------------------------------
@@ -166,8 +170,9 @@ class Variable:
         return self._snapshot
 
     def read_value(self) -> Tensor:
-        """A fresh read of the variable (inside control_dependencies: after them)."""
-        return identity(self.op.outputs[0], name="read_value")
+        """A fresh read of the variable (inside control_dependencies: after them), TF's
+        ``identity(v._ref(), name="read")`` in the current name scope."""
+        return identity(self.op.outputs[0], name="read")
 
     def assign(self, value, name=None):
         return assign(self, value, name=name)
@@ -213,19 +218,32 @@ def _variable_kernel(op, args, rt):
 register("VariableV2", _variable_kernel, flops=no_flops, stateful=True, grad=NOT_DIFFERENTIABLE)
 
 
+def _ref_op(op_type, ref, inputs, outputs, attrs=None, name=None):
+    """An op whose first input is ``ref``'s reference. Like TF's placer, which puts an op
+    with a reference input where the variable is, the op is colocated with the variable;
+    its requested device (``op.device``) is still the one its scopes gave."""
+    graph = get_default_graph()
+    op = graph.create_op(op_type, [ref._ref(), *inputs], outputs, attrs, name)
+    op.colocate = ref.op if ref.op.colocate is None else ref.op.colocate
+    return op
+
+
 def _state_op(op_type, ref, value, name):
+    """Assign / AssignAdd / AssignSub, named as TF's op wrappers name them: the op
+    ``name`` (default its type) and its converted input ``name/value``."""
     if not isinstance(ref, Variable):
         raise InvalidArgumentError(f"{op_type} needs a Variable to update, got {ref!r}")
     graph = get_default_graph()
-    value = convert_to_tensor(value, dtype=ref.dtype)
-    if ref.shape is not None and value.shape is not None and None not in value.shape \
-            and None not in ref.shape and value.shape != ref.shape:
-        raise InvalidArgumentError(
-            f"{op_type} '{name or op_type}': shapes of {ref.op.name} {format_shape(ref.shape)} "
-            f"and value {value.name!r} {format_shape(value.shape)} must match")
-    with graph.colocate_with(ref.op):
-        return graph.create_op(op_type, [ref._ref(), value], [(ref.dtype, ref.shape)],
-                               {"validate_shape": True}, name).outputs[0]
+    with graph.name_scope(name or op_type) as scope:
+        value = convert_to_tensor(value, dtype=ref.dtype, name="value")
+        if ref.shape is not None and value.shape is not None and None not in value.shape \
+                and None not in ref.shape and value.shape != ref.shape:
+            raise InvalidArgumentError(
+                f"{op_type} '{scope[:-1]}': shapes of {ref.op.name} "
+                f"{format_shape(ref.shape)} and value {value.name!r} "
+                f"{format_shape(value.shape)} must match")
+        return _ref_op(op_type, ref, [value], [(ref.dtype, ref.shape)],
+                       {"validate_shape": True}, scope).outputs[0]
 
 
 def assign(ref, value, name=None):
@@ -245,7 +263,7 @@ def _assign_kernel(op, args, rt):
 
 
 register("Assign", _assign_kernel, flops=no_flops, stateful=True, ref_input=True,
-         grad=NO_GRADIENT)
+         grad=NOT_DIFFERENTIABLE)  # TF's state_grad.py: Assign, AssignAdd, AssignSub
 
 
 def assign_add(ref, value, name=None):
@@ -265,15 +283,14 @@ def _update_kernel(sign):
     return compute
 
 
-register("AssignAdd", _update_kernel(1), stateful=True, ref_input=True, grad=NO_GRADIENT)
-register("AssignSub", _update_kernel(-1), stateful=True, ref_input=True, grad=NO_GRADIENT)
+register("AssignAdd", _update_kernel(1), stateful=True, ref_input=True,
+         grad=NOT_DIFFERENTIABLE)
+register("AssignSub", _update_kernel(-1), stateful=True, ref_input=True,
+         grad=NOT_DIFFERENTIABLE)
 
 
 def is_variable_initialized(variable):
-    graph = get_default_graph()
-    with graph.colocate_with(variable.op):
-        return graph.create_op("IsVariableInitialized", [variable._ref()],
-                               [("bool", ())]).outputs[0]
+    return _ref_op("IsVariableInitialized", variable, [], [("bool", ())]).outputs[0]
 
 
 register("IsVariableInitialized",
@@ -326,21 +343,41 @@ def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
             f"Variable {full} does not exist, or was not created with tf.get_variable(). "
             "Did you mean to set reuse=tf.AUTO_REUSE in VarScope?")
     if isinstance(initializer, (Tensor, np.ndarray, list, int, float)):
-        value = initializer
-    else:
-        if shape is None:
-            raise InvalidArgumentError(f"get_variable {full!r}: give a shape or a tensor "
-                                       "initializer")
-        dtype = as_dtype(dtype or float32)
-        if initializer is None:
-            initializer = glorot_uniform_initializer() if dtype.is_floating \
-                else zeros_initializer()
-        value = initializer(shape, dtype, seed=len(graph._ops))
-    with graph.name_scope(None), graph.name_scope(full + "/Initializer/"):
-        init = convert_to_tensor(value, dtype=dtype, name="initial_value")
-    with graph.name_scope(None):
-        var = Variable(init, trainable=trainable, name=full, collections=collections)
+        # a constant initial value: built in the variable's name scope, where TF builds it
+        with graph.name_scope(None):
+            var = Variable(initializer, trainable=trainable, name=full, dtype=dtype,
+                           collections=collections)
+        graph._vars_by_name[full] = var
+        return var
+    if shape is None:
+        raise InvalidArgumentError(f"get_variable {full!r}: give a shape or a tensor "
+                                   "initializer")
+    dtype = as_dtype(dtype or float32)
+    if initializer is None:
+        initializer = glorot_uniform_initializer() if dtype.is_floating \
+            else zeros_initializer()
+    var = initialized_variable(full, shape, dtype, initializer, trainable, collections)
     graph._vars_by_name[full] = var
+    return var
+
+
+def initialized_variable(name, shape, dtype, initializer, trainable=True,
+                         collections=None) -> Variable:
+    """The variable ``name`` made from an initializer function, as TF makes it: the
+    initializer's ops under the name scope "NAME/Initializer", with no device, colocated
+    with the variable that does not exist yet, so that they run where it lives (on its ps
+    task under replica_device_setter). Optimizer slots are made this way too."""
+    graph = get_default_graph()
+    value = initializer(shape, dtype, seed=len(graph._ops))
+    first = len(graph._ops)
+    with graph.name_scope(None), graph.name_scope(name + "/Initializer/"), graph.device(None):
+        init = convert_to_tensor(value, dtype=dtype, name=initializer.op_name)
+    with graph.name_scope(None):
+        var = Variable(init, trainable=trainable, name=name, collections=collections)
+    for op in graph._ops[first:]:
+        if op is var.op:
+            break
+        op.colocate = var.op
     return var
 
 
