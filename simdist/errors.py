@@ -48,9 +48,20 @@ class UnimplementedError(SimdistError):
     """Models tf.errors.UnimplementedError: an operation is not supported."""
 
 
+class AbortedError(SimdistError):
+    """Models tf.errors.AbortedError: the operation was aborted (e.g. a session closed by
+    ``Session.reset``)."""
+
+
 class UnknownError(SimdistError):
     """Models tf.errors.UnknownError: what TF raises when Python code it runs (a py_func)
     raised an exception of its own; here, a task's main."""
+
+
+def stricter_than_tf(why: str) -> str:
+    """The end of an error message for input that TensorFlow accepts and simdist refuses on
+    purpose (the differential tests look for it)."""
+    return f" (TensorFlow accepts this; simdist does not, because {why})"
 
 
 _BRIEF = reprlib.Repr()  # (its keyword arguments need Python 3.12)

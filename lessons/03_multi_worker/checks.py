@@ -247,6 +247,9 @@ def check_chief(ex) -> str:
 
 
 def _chief_hint(cluster, task_type, index, want) -> str:
+    if task_type == "evaluator":
+        return ("an evaluator trains nothing and is a chief of its own (TensorFlow's "
+                "multi_worker_util.is_chief)")
     boss = next((job for job in ("chief", "master") if job in cluster), None)
     if boss and task_type == "worker" and index == 0:
         return (f"this cluster has a {boss!r} job: then its task is the chief, and worker 0 is "
@@ -255,8 +258,8 @@ def _chief_hint(cluster, task_type, index, want) -> str:
         return f"the task of the {boss!r} job is always the chief"
     if not boss and task_type == "worker" and index == 0:
         return "without a chief (or master) job, worker 0 is the chief"
-    return ("only one task is the chief: the chief (or master) job's task, else worker 0; ps "
-            "and evaluator tasks never are")
+    return ("only one training task is the chief: the chief (or master) job's task, else "
+            "worker 0; ps tasks never are")
 
 
 # -- exercise 3: predict_step_ns -------------------------------------------------------------

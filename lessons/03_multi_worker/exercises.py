@@ -35,7 +35,8 @@ def is_chief(tf_config):
 
     The chief is the task that saves checkpoints and writes summaries for the whole cluster.
     TensorFlow's rule: the task of the "chief" job if the cluster has one (older clusters
-    call it "master"); otherwise worker 0. Return True or False.
+    call it "master"); otherwise worker 0. An evaluator, which trains nothing, is a chief of
+    its own. Return True or False.
     """
     raise NotImplementedError("exercise is_chief: apply the chief rule to this TF_CONFIG")
 

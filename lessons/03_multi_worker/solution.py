@@ -14,9 +14,12 @@ def tf_configs(addresses):
 
 
 def is_chief(tf_config):
-    """The "chief" (or "master") job's task if there is one, else worker 0."""
+    """An evaluator is its own chief; else the "chief" (or "master") job's task if there is
+    one, else worker 0."""
     config = json.loads(tf_config)
     task = config.get("task", {})
+    if task.get("type") == "evaluator":
+        return True
     for job in ("chief", "master"):
         if job in config["cluster"]:
             return task.get("type") == job

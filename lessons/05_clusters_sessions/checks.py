@@ -146,6 +146,7 @@ def check_reset(module):
         sess = sim.Session(target, graph=graph)
         sess.run([kept.initializer, trial.initializer, other.initializer])
         module.reset_experiment(sim, target)
+        sess = sim.Session(target, graph=graph)  # Session.reset closed the old one, as TF
         for variable in (kept, other):
             try:
                 sess.run(variable)
