@@ -103,7 +103,7 @@ class DeviceSpec:
                         "no task of a cluster has an empty job name"))
                 fields["job"] = pieces[1]
             elif key in ("replica", "task") and len(pieces) == 2:
-                fields[key] = to_int(part, pieces[1])
+                fields[key] = (part, pieces[1])  # read at the end: the last one counts
             elif key.upper() in SHORT_DEVICE_TYPES and len(pieces) <= 2:  # "/gpu:1", "GPU"
                 device(part, key.upper(), pieces[1] if len(pieces) == 2 else "*")
             elif key == "device" and len(pieces) == 3:
@@ -113,6 +113,9 @@ class DeviceSpec:
                 device(part, pieces[1], pieces[2])
             else:
                 raise bad(part, "unknown or malformed part")
+        for key in ("replica", "task"):
+            if key in fields:
+                fields[key] = to_int(*fields[key])
         return cls(**fields)
 
     def to_string(self) -> str:

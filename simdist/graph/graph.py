@@ -55,38 +55,38 @@ class Tensor:
         return (f"<simdist Tensor '{self.name}' shape={format_shape(self.shape)} "
                 f"dtype={self.dtype.name}>")
 
-    # operators, as tf.Tensor overloads them
+    # operators, as tf.Tensor overloads them (and names their ops: "add", "mul"...)
     def __add__(self, other):
         from . import math_ops
-        return math_ops.add(self, other)
+        return math_ops.add(self, other, name="add")
 
     def __radd__(self, other):
         from . import math_ops
-        return math_ops.add(other, self)
+        return math_ops.add(other, self, name="add")
 
     def __sub__(self, other):
         from . import math_ops
-        return math_ops.subtract(self, other)
+        return math_ops.subtract(self, other, name="sub")
 
     def __rsub__(self, other):
         from . import math_ops
-        return math_ops.subtract(other, self)
+        return math_ops.subtract(other, self, name="sub")
 
     def __mul__(self, other):
         from . import math_ops
-        return math_ops.multiply(self, other)
+        return math_ops.multiply(self, other, name="mul")
 
     def __rmul__(self, other):
         from . import math_ops
-        return math_ops.multiply(other, self)
+        return math_ops.multiply(other, self, name="mul")
 
     def __truediv__(self, other):
         from . import math_ops
-        return math_ops.divide(self, other)
+        return math_ops.divide(self, other, name="truediv")
 
     def __matmul__(self, other):
         from . import math_ops
-        return math_ops.matmul(self, other)
+        return math_ops.matmul(self, other, name="matmul")
 
     def __neg__(self):
         from . import math_ops
@@ -124,7 +124,8 @@ class Operation:
         self._id = len(graph._ops)
 
     def _set_device(self, device):
-        """Set the requested device (a string or DeviceSpec), in TF's canonical form."""
+        """Set the requested device: a DeviceSpec in its canonical form, a string as it is
+        written (as TF keeps what a device function returns), once checked."""
         if isinstance(device, DeviceSpec):
             device = device.to_string()
         if device is None:
@@ -133,7 +134,8 @@ class Operation:
             raise InvalidArgumentError(
                 f"the device function for op {self.name!r} returned {device!r}: expected a "
                 "device string such as '/job:ps/task:0' or '/device:GPU:0'")
-        self.device = DeviceSpec.from_string(device).to_string()
+        DeviceSpec.from_string(device)
+        self.device = device
 
     def get_attr(self, name):
         if name not in self.attrs:

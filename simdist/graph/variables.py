@@ -108,18 +108,28 @@ def glorot_uniform_initializer(seed=None):
 
 
 class Variable:
-    """Models tf.compat.v1.Variable (a TF1 reference variable)."""
+    """Models tf.compat.v1.Variable (a TF1 reference variable).
+
+    As in TF, a callable ``initial_value`` is called under the name scope "NAME/Initializer"
+    with no device, and what it builds is colocated with the variable (it does not exist
+    yet): the initial value is made where the variable lives."""
 
     def __init__(self, initial_value=None, trainable=True, name=None, dtype=None,
-                 collections=None, shape=None, _initializer_name="initial_value"):
+                 collections=None, shape=None):
         if initial_value is None:
             raise InvalidArgumentError(f"Variable {name!r}: initial_value must be given")
         graph = get_default_graph()
+        first = len(graph._ops)
         with graph.name_scope(name or "Variable") as scope:
             op_name = scope[:-1]
             with graph.name_scope(scope):
-                init = convert_to_tensor(initial_value, dtype=dtype, name=_initializer_name) \
-                    if not isinstance(initial_value, Tensor) else initial_value
+                if callable(initial_value):
+                    with graph.name_scope("Initializer"), graph.device(None):
+                        init = convert_to_tensor(initial_value(), dtype=dtype,
+                                                 name="initial_value")
+                else:
+                    first = None
+                    init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
                 if dtype is not None and init.dtype != as_dtype(dtype):
                     init = cast(init, dtype)
             shape = init.shape if shape is None else tuple(shape)
@@ -127,6 +137,9 @@ class Variable:
                 self.op = graph.create_op("VariableV2", [], [(init.dtype, shape)],
                                           {"shape": shape, "dtype": init.dtype,
                                            "shared_name": ""}, op_name + "/")
+            if first is not None:
+                for op in graph._ops[first:-1]:
+                    op.colocate = self.op
             with graph.colocate_with(self.op), graph.control_dependencies(None):
                 self.initializer = graph.create_op(
                     "Assign", [self.op.outputs[0], init], [(init.dtype, shape)],
@@ -203,7 +216,7 @@ class Variable:
     def __mul__(self, o): return self._snapshot * o
     def __rmul__(self, o): return o * self._snapshot
     def __matmul__(self, o): return self._snapshot @ o
-    def __rmatmul__(self, o): return matmul(o, self._snapshot)
+    def __rmatmul__(self, o): return matmul(o, self._snapshot, name="matmul")
     def __neg__(self): return -self._snapshot
     __hash__ = object.__hash__
 
@@ -219,13 +232,12 @@ register("VariableV2", _variable_kernel, flops=no_flops, stateful=True, grad=NOT
 
 
 def _ref_op(op_type, ref, inputs, outputs, attrs=None, name=None):
-    """An op whose first input is ``ref``'s reference. Like TF's placer, which puts an op
-    with a reference input where the variable is, the op is colocated with the variable;
-    its requested device (``op.device``) is still the one its scopes gave."""
+    """An op whose first input is ``ref``'s reference: built colocated with the variable, as
+    TF's op wrappers build every op with a reference input (op_def_library's
+    ``_MaybeColocateWith``), so it reports the variable's device."""
     graph = get_default_graph()
-    op = graph.create_op(op_type, [ref._ref(), *inputs], outputs, attrs, name)
-    op.colocate = ref.op if ref.op.colocate is None else ref.op.colocate
-    return op
+    with graph.colocate_with(ref.op):
+        return graph.create_op(op_type, [ref._ref(), *inputs], outputs, attrs, name)
 
 
 def _state_op(op_type, ref, value, name):
@@ -363,22 +375,15 @@ def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
 
 def initialized_variable(name, shape, dtype, initializer, trainable=True,
                          collections=None) -> Variable:
-    """The variable ``name`` made from an initializer function, as TF makes it: the
-    initializer's ops under the name scope "NAME/Initializer", with no device, colocated
-    with the variable that does not exist yet, so that they run where it lives (on its ps
-    task under replica_device_setter). Optimizer slots are made this way too."""
+    """The variable ``name`` made from an initializer function, as TF's get_variable makes it:
+    the initializer's op (one Const of TF's name for it, e.g. "NAME/Initializer/zeros") is
+    built by the variable, without a device and colocated with it (see ``Variable``).
+    Optimizer slots are made this way too."""
     graph = get_default_graph()
     value = initializer(shape, dtype, seed=len(graph._ops))
-    first = len(graph._ops)
-    with graph.name_scope(None), graph.name_scope(name + "/Initializer/"), graph.device(None):
-        init = convert_to_tensor(value, dtype=dtype, name=initializer.op_name)
     with graph.name_scope(None):
-        var = Variable(init, trainable=trainable, name=name, collections=collections)
-    for op in graph._ops[first:]:
-        if op is var.op:
-            break
-        op.colocate = var.op
-    return var
+        return Variable(lambda: convert_to_tensor(value, dtype=dtype, name=initializer.op_name),
+                        trainable=trainable, name=name, collections=collections)
 
 
 def global_variables():
