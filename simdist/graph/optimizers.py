@@ -1,10 +1,12 @@
 """Models tf.compat.v1.train's optimizers: GradientDescent, Momentum and Adam.
 
-``compute_gradients`` calls ``gradients``; ``apply_gradients`` adds one fused update op per
+``compute_gradients`` calls ``gradients`` (through each variable's reference, so every read
+of it counts); ``apply_gradients`` makes the slots first (colocated with their variables),
+turns the hyper-parameters into tensors in its name scope, adds one fused update op per
 variable (``ApplyGradientDescent``, ``ApplyMomentum``, ``ApplyAdam``; ``ScatterSub`` /
 ``SparseApplyMomentum`` for an IndexedSlices gradient, duplicate indices summed first),
-colocated with the variable, then increments the global step after them. Each fused op's
-kernel is registered right after the optimizer that builds it.
+colocated with the variable, then increments the global step after them, with TF's op names.
+Each fused op's kernel is registered right after the optimizer that builds it.
 """
 
 from __future__ import annotations
