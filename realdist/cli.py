@@ -86,6 +86,12 @@ def _add_queue_commands(queues) -> None:
     loader.add_argument("--tf-data", action="store_true",
                         help="also run the same trainer fed by tf.data (shuffle buffer = "
                              "--capacity), for comparison")
+    loader.add_argument("--compare", action="store_true",
+                        help="also simulate the same program in simdist and print both "
+                             "(steps/s, starvation, queue size) with their ratio")
+    loader.add_argument("--plot", metavar="PNG",
+                        help="with --compare: draw the queue's occupancy and the trainer's "
+                             "waits, simulated above real")
     ensemble = sub.add_parser("ensemble", help="the between-graph ensemble: predictor "
                                                "clients, an aggregator with a timeout")
     ensemble.add_argument("--predictors", type=int, default=2)
@@ -278,6 +284,8 @@ def _loader_trainer(args) -> int:
     run = real_loader_trainer(capacity=args.capacity, **options)
     for line in describe_pipeline(run):
         print("  " + line)
+    if args.compare:
+        _compare_pipeline(run, args.plot)
     if args.tf_data:
         print(f"realdist: the same trainer fed by tf.data (map with {args.loaders} parallel "
               f"reads, shuffle({args.capacity}), batch, prefetch)...", flush=True)
@@ -285,6 +293,22 @@ def _loader_trainer(args) -> int:
             print("  " + line)
     _save_trace(run.trace, args.trace)
     return 0
+
+
+def _compare_pipeline(run, plot) -> None:
+    from simdist.plots import plot_queue_comparison
+
+    from .queue_compare import compare_pipelines, format_comparison, simulate_like
+
+    print("simdist: the same program simulated (reads and steps of the same length)...",
+          flush=True)
+    simulated = simulate_like(run.trace.metadata["options"])
+    for line in format_comparison(compare_pipelines(simulated, run)):
+        print("  " + line)
+    if plot:
+        plot_queue_comparison({"simulated": simulated.trace, "real TF": run.trace}, "examples",
+                              plot, "the loader/trainer queue, simulated and on real TF")
+        print(f"realdist: occupancy plot written to {plot}")
 
 
 def _ensemble(args) -> int:

@@ -84,10 +84,6 @@ def check_loader_trainer(capacity, loaders, steps, batch, load_ms, train_ms, ele
     _check("real_loader_trainer", capacity=capacity, loaders=loaders, steps=steps,
            batch=batch, element_size=element_size, load_ms=load_ms, train_ms=train_ms,
            poll_ms=poll_ms)
-    if batch > capacity:
-        raise InvalidArgumentError(f"real_loader_trainer: a batch of {batch} never fits in a "
-                                   f"queue of capacity {capacity}: the trainer would wait "
-                                   "forever")
 
 
 def check_ensemble(predictors, inputs, slow, predict_ms, slow_ms, timeout_ms) -> None:

@@ -78,7 +78,7 @@ def build_parser(program=None) -> argparse.ArgumentParser:
     sweep.add_argument("rest", nargs=argparse.REMAINDER)
 
     check = sub.add_parser("check", add_help=False,
-                           help="check a lesson's exercises: simdist check 01")
+                           help="check a lesson's exercises: simdist check 01 / --all")
     check.add_argument("rest", nargs=argparse.REMAINDER)
 
     compare = sub.add_parser("compare", add_help=False,
@@ -86,8 +86,13 @@ def build_parser(program=None) -> argparse.ArgumentParser:
                                   "SIM.json REAL.json [-o PNG]")
     compare.add_argument("rest", nargs=argparse.REMAINDER)
 
+    ps = sub.add_parser("ps", add_help=False,
+                        help="between-graph training on parameter servers, sync "
+                             "(SyncReplicasOptimizer) or async: simdist ps --help")
+    ps.add_argument("rest", nargs=argparse.REMAINDER)
+
     lesson = sub.add_parser("lesson", add_help=False,
-                            help="lesson tools: simdist lesson build [NN|--all]")
+                            help="lesson tools: simdist lesson start NN / build [NN|--all]")
     lesson.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
@@ -288,6 +293,12 @@ def cmd_compare(argv) -> int:
     return compare.main(argv)
 
 
+def cmd_ps(argv) -> int:
+    from .commands import ps
+
+    return ps.main(argv)
+
+
 def cmd_lesson(argv) -> int:
     from .commands import lesson
 
@@ -300,4 +311,5 @@ BENCHES = {"engine": "engine", "allreduce": "allreduce", "allreduce-formulas": "
 COMMANDS = {"list": cmd_list, "summary": cmd_summary, "plot": cmd_plot}
 #: commands that take their own options (listed in --help by build_parser)
 PASSTHROUGH = {"bench": cmd_bench, "plot-collectives": cmd_plot_collectives,
-               "check": cmd_check, "lesson": cmd_lesson, "compare": cmd_compare}
+               "check": cmd_check, "lesson": cmd_lesson, "compare": cmd_compare,
+               "ps": cmd_ps}

@@ -228,29 +228,44 @@ def plot_queue_occupancy(trace: Trace, queue: str, path=None, title: str | None 
     """A queue's size over time (its "queue NAME" counter) above the time its consumers
     spent waiting on it (the "wait" spans of its dequeue ops): where the second is not
     empty, the consumer was starved. Saved as a PNG if ``path``."""
+    return plot_queue_comparison({"": trace}, queue, path,
+                                 title or f"queue {queue!r}: occupancy and consumer starvation")
+
+
+def plot_queue_comparison(traces: dict, queue: str, path=None, title: str | None = None):
+    """``plot_queue_occupancy`` for several runs of one program ({label: trace}, e.g. the
+    simulated and the real one), one pair of panels each, on one time axis."""
     from matplotlib.figure import Figure
 
-    samples = [(c.t, c.values["size"]) for c in trace.counters if c.name == f"queue {queue}"]
-    waits = [s for s in trace.spans if s.cat == "wait" and s.name.startswith(f"{queue}_Dequeue")]
-    end = max([trace.end_time(), 1])
+    end = max([1] + [trace.end_time() for trace in traces.values()])
     unit, scale = time_unit(end)
-    fig = Figure(figsize=(11, 4.2), layout="constrained")
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
-    top.set_title(title or f"queue {queue!r}: occupancy and consumer starvation")
-    if samples:
-        times = [0] + [t / scale for t, _ in samples] + [end / scale]
-        sizes = [0] + [n for _, n in samples] + [samples[-1][1]]
-        top.step(times, sizes, where="post", color="tab:blue")
-        top.fill_between(times, sizes, step="post", alpha=0.25, color="tab:blue")
-    top.set_ylabel("elements in the queue")
-    top.grid(color="0.9", linewidth=0.6)
-    for span in waits:
-        bottom.broken_barh([(span.start / scale, span.dur / scale)], (0, 1), color="tab:red")
-    starved = sum(s.dur for s in waits)
-    bottom.set_yticks([0.5], [f"starved\n{100 * starved / end:.0f}%"], fontsize=8)
-    bottom.set_ylim(0, 1)
-    bottom.set_xlabel(f"simulated time ({unit})")
-    bottom.set_xlim(0, end / scale)
+    fig = Figure(figsize=(11, 1.2 + 3 * len(traces)), layout="constrained")
+    axes = fig.subplots(2 * len(traces), 1, sharex=True, height_ratios=[3, 1] * len(traces),
+                        squeeze=False)[:, 0]
+    fig.suptitle(title or f"queue {queue!r}: occupancy and consumer starvation")
+    for k, (label, trace) in enumerate(traces.items()):
+        top, bottom = axes[2 * k], axes[2 * k + 1]
+        samples = [(c.t, c.values["size"]) for c in trace.counters
+                   if c.name == f"queue {queue}"]
+        waits = [s for s in trace.spans
+                 if s.cat == "wait" and s.name.startswith(f"{queue}_Dequeue")]
+        if samples:
+            times = [0] + [t / scale for t, _ in samples] + [trace.end_time() / scale]
+            sizes = [0] + [n for _, n in samples] + [samples[-1][1]]
+            top.step(times, sizes, where="post", color="tab:blue")
+            top.fill_between(times, sizes, step="post", alpha=0.25, color="tab:blue")
+        top.set_ylabel(f"{label}\nelements in the queue" if label else "elements in the queue")
+        top.grid(color="0.9", linewidth=0.6)
+        for span in waits:
+            bottom.broken_barh([(span.start / scale, span.dur / scale)], (0, 1),
+                               color="tab:red")
+        starved = sum(s.dur for s in waits)
+        share = 100 * starved / max(trace.end_time(), 1)
+        bottom.set_yticks([0.5], [f"starved\n{share:.0f}%"], fontsize=8)
+        bottom.set_ylim(0, 1)
+    clocks = {trace.metadata.get("clock", "simulated") for trace in traces.values()}
+    axes[-1].set_xlabel(f"{'simulated ' if clocks == {'simulated'} else ''}time ({unit})")
+    axes[-1].set_xlim(0, end / scale)
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig

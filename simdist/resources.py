@@ -59,11 +59,14 @@ class Store:
     """Items in a bounded buffer; requests are served strictly in the order they came.
 
     ``put(env, items)`` happens once every item is in (each enters as soon as there is
-    room); ``get(env, n)`` happens with a list of ``n`` items once that many are there, or,
-    after ``close()``, with what is left when ``up_to`` allows fewer (at least one). After
-    ``close()`` a put fails with ``CancelledError`` and a get that can never be served with
-    ``OutOfRangeError``; ``close(cancel_pending_puts=True)`` also fails the waiting puts.
-    ``cancel(event, error)`` withdraws a waiting request (a timeout). Subclasses choose which
+    room); ``get(env, n)`` happens with a list of ``n`` items, or, after ``close()``, with
+    fewer (at least one) when ``up_to`` allows it. As in TF's queues, the oldest get takes
+    items as they come (so ``n`` may exceed the capacity, and a size seen meanwhile leaves
+    out what it holds); a get that can never be served puts what it took back in front and
+    fails with ``OutOfRangeError``, and one withdrawn by ``cancel(event, error)`` (a
+    timeout) loses what it took, as TF's do. After ``close()`` a put fails with
+    ``CancelledError``; ``close(cancel_pending_puts=True)`` also fails the waiting puts.
+    Subclasses choose which
     items leave by overriding ``_take`` (e.g. a priority or a random order), how many may
     leave now by overriding ``_available`` (e.g. keeping a minimum behind), and the errors
     by overriding ``_closed_error`` / ``_insufficient_error`` / ``_cancelled_error``. A
@@ -75,7 +78,7 @@ class Store:
         self.items: deque = deque()
         self.closed = False
         self._puts: deque[list] = deque()  # [event, items not yet in]
-        self._gets: deque[tuple] = deque()  # (event, n, up_to)
+        self._gets: deque[list] = deque()  # [event, n, up_to, items taken so far]
 
     def __len__(self) -> int:
         return len(self.items)
@@ -92,7 +95,7 @@ class Store:
     def get(self, env: Environment, n: int = 1, up_to: bool = False) -> Event:
         self._forget_other_simulations(env)
         event = env.event(desc=f"get {n} from {self.name}")
-        self._gets.append((event, n, up_to))
+        self._gets.append([event, n, up_to, []])
         self._dispatch()
         return event
 
@@ -135,6 +138,14 @@ class Store:
                     self._dispatch()
                     return
 
+    def fail_waiters(self, error: BaseException):
+        """Fail every waiting put and get with ``error`` (the task holding the store died)."""
+        waiting = [entry[0] for entry in list(self._puts) + list(self._gets)]
+        self._puts.clear()
+        self._gets.clear()
+        for event in waiting:
+            event.fail(error)
+
     def _take(self, n: int) -> list:
         """Remove and return ``n`` items (FIFO here)."""
         return [self.items.popleft() for _ in range(n)]
@@ -154,19 +165,28 @@ class Store:
                 self._puts.popleft()
                 event.succeed()
             if self._gets:
-                event, n, up_to = self._gets[0]
-                more_coming = not self.closed or any(p for _, p in self._puts)
-                if self._available() >= n:
+                event, n, up_to, taken = self._gets[0]
+                remaining, available = n - len(taken), self._available()
+                puts_pending = any(pending for _, pending in self._puts)
+                if remaining > available and self.closed and not (up_to and puts_pending):
+                    # TF's order: the error names what is still asked for and the size
+                    # before the taken items go back; up_to then takes all there is
                     self._gets.popleft()
-                    event.succeed(self._take(n))
-                    progress = True
-                elif self.closed and not more_coming:
-                    self._gets.popleft()
+                    error = self._insufficient_error(remaining)
+                    self.items.extendleft(reversed(taken))
                     if up_to and self.items:
                         event.succeed(self._take(len(self.items)))
                     else:
-                        event.fail(self._insufficient_error(n))
+                        event.fail(error)
                     progress = True
+                else:
+                    if min(available, remaining) > 0:
+                        taken.extend(self._take(min(available, remaining)))
+                        progress = True
+                    if len(taken) == n:
+                        self._gets.popleft()
+                        event.succeed(taken)
+                        progress = True
 
 
 class Ports:

@@ -81,6 +81,12 @@ class MPITransport:
         """``MPI_Barrier``: wait until every rank is here."""
         self.comm.Barrier()
 
+    def finalize(self) -> None:
+        """``MPI_Finalize``: this rank is done with MPI. Called by every rank, it lets the job
+        end with a non-zero exit code without ``MPI_Abort`` (``python -m mpi4py`` aborts a
+        job whose rank exits non-zero while MPI is still initialized)."""
+        self._MPI.Finalize()
+
     def allreduce(self, value, op: str = "sum"):
         """``value`` (a number or a bool) combined over every rank: op "sum", "max" or
         "land" (logical and), as MPI_SUM, MPI_MAX and MPI_LAND."""

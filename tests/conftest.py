@@ -16,6 +16,10 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 # Open MPI as root (CI runs as root) and with more ranks than the 2 cores
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+# the lesson checks read the learner's workspace (my_exercises/): tests see the stubs only,
+# in English, and never write to a developer's own workspace
+os.environ["DISTLAB_WORKSPACE"] = str(Path(__file__).resolve().parent / ".no_workspace")
+os.environ["DISTLAB_LANG"] = "en"
 
 
 def mpi_simdist(n, args, timeout=120, cwd=None):

@@ -67,6 +67,7 @@ def _build_every_op():
         "reduce_sum": lambda: tf.reduce_sum(h),
         "reduce_mean": lambda: tf.reduce_mean(h),
         "argmax": lambda: tf.argmax(h, axis=1),
+        "fill": lambda: tf.fill([3], tf.reduce_sum(h)),
         "cast": lambda: tf.cast(h, tf.float64),
         "relu": lambda: tf.nn.relu(h),
         "softmax_cross_entropy_with_logits": lambda: tf.nn.softmax_cross_entropy_with_logits(
@@ -101,9 +102,12 @@ def _build_every_data_flow_op():
     q = queues[0]
     q.enqueue(1.0), q.enqueue_many([[1.0]]), q.dequeue(), q.dequeue_many(1)
     q.dequeue_up_to(1), q.close(), q.size(), q.is_closed()
+    acc_var = tf.Variable(1.0, name="saved")
     acc = tf.ConditionalAccumulator(tf.float32, shape=())
     acc.apply_grad(1.0), acc.take_grad(1), acc.num_accumulated(), acc.set_global_step(1)
     tf.read_record(4, read_us=1.0, seed=0)
+    tf.timed_py_func([], 1.0)
+    tf.train.Saver([acc_var])  # SaveV2, RestoreV2
     tf.data.make_one_shot_iterator(tf.data.Dataset.from_tensor_slices([1.0, 2.0])).get_next()
 
 

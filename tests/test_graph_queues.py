@@ -298,3 +298,83 @@ def test_a_timeout_inside_a_client_leaves_the_simulation_clean():
     result = tf.simulate_clients({"impatient": impatient, "ps": servers[0].join})
     assert result.returns["impatient"] == "gave up"
     assert result.end_time - result.start_time < 3_000_000  # nothing ran on to a deadline
+
+
+def _two_clients(taker, feeder):
+    """Run ``taker`` and ``feeder`` (functions of a session target) as two clients of a
+    one-ps cluster, the taker first; their return values."""
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2222"],
+                                    "worker": ["localhost:2223", "localhost:2224"]})
+    servers = [tf.train.Server(cluster, "ps", 0), tf.train.Server(cluster, "worker", 0),
+               tf.train.Server(cluster, "worker", 1)]
+    result = tf.simulate_clients({"taker": lambda: taker(servers[1].target),
+                                  "feeder": lambda: feeder(servers[2].target),
+                                  "ps": servers[0].join})
+    return result.returns["taker"], result.returns["feeder"]
+
+
+def test_a_waiting_dequeue_many_takes_elements_as_they_come_as_in_tf():
+    # real TF 2.21: the blocked DequeueMany holds what it took, so size() reads 0, and it can
+    # ask for more than the capacity; closed short, it puts them back in front and fails with
+    # the count still missing and the size before that ("requested 1, current size 0")
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(2, tf.float32, shapes=[()], name="q")
+    value = tf.placeholder(tf.float32, [])
+    enqueue, size, close = q.enqueue(value), q.size(), q.close()
+    take, dequeue = q.dequeue_many(3), q.dequeue()
+    pause = tf.timed_py_func([], 1000)  # 1 ms: the taker's next dequeue_many is waiting
+
+    def taker(target):
+        with tf.Session(target) as sess:
+            first = sess.run(take).tolist()
+            with pytest.raises(errors.OutOfRangeError) as error:
+                sess.run(take)
+            return first, str(error.value).splitlines()[0], int(sess.run(size)), \
+                float(sess.run(dequeue))
+
+    def feeder(target):
+        sizes = []
+        with tf.Session(target) as sess:
+            for v in (1.0, 2.0, 3.0, 7.0, 8.0):
+                sess.run(pause)
+                sess.run(enqueue, {value: v})
+                sizes.append(int(sess.run(size)))
+            sess.run(close)
+        return sizes
+
+    (first, message, size_after, head), sizes = _two_clients(taker, feeder)
+    assert first == [1.0, 2.0, 3.0] and sizes == [0, 0, 0, 0, 0]
+    assert message == ("FIFOQueue 'q' is closed and has insufficient elements "
+                       "(requested 1, current size 0)")
+    assert (size_after, head) == (2, 7.0)
+
+
+def test_a_timed_out_dequeue_many_loses_what_it_took_as_in_tf():
+    q = tf.FIFOQueue(8, tf.float32, shapes=[()], name="q")
+    with tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=5)) as sess:
+        sess.run(q.enqueue(3.0))
+        with pytest.raises(errors.DeadlineExceededError):
+            sess.run(q.dequeue_many(2))
+        assert int(sess.run(q.size())) == 0  # real TF 2.21: size 0 after the timeout
+
+
+def test_a_random_shuffle_dequeue_many_keeps_min_after_dequeue_behind_while_it_waits():
+    with tf.device("/job:ps/task:0"):
+        q = tf.RandomShuffleQueue(2, 1, tf.float32, shapes=[()], seed=1, name="q")
+    value = tf.placeholder(tf.float32, [])
+    enqueue, size, take = q.enqueue(value), q.size(), q.dequeue_many(3)
+
+    def taker(target):
+        with tf.Session(target, config=tf.ConfigProto(operation_timeout_in_ms=50)) as sess:
+            with pytest.raises(errors.DeadlineExceededError):
+                sess.run(take)
+
+    def feeder(target):
+        with tf.Session(target) as sess:
+            sizes = []
+            for v in (1.0, 2.0, 3.0):
+                sess.run(enqueue, {value: v})
+                sizes.append(int(sess.run(size)))
+            return sizes
+
+    assert _two_clients(taker, feeder)[1] == [1, 1, 1]  # as real TF 2.21 shows

@@ -40,12 +40,10 @@ def test_sweep_and_plots(tmp_path):
     assert (tmp_path / "occupancy.png").stat().st_size > 10_000
 
 
-def test_a_batch_larger_than_the_queue_is_refused():
-    from simdist.errors import InvalidArgumentError
-
-    with pytest.raises(InvalidArgumentError, match="a batch of 4 never fits in a queue of "
-                                                   "capacity 2"):
-        loader_trainer(capacity=2, batch=4)
+def test_a_batch_larger_than_the_queue_works_as_in_tf():
+    # TF's waiting dequeue_many takes elements as they come, so it may ask for more than fit
+    run = loader_trainer(capacity=2, batch=4, steps=3)
+    assert len(run.step_ends) == 3 and max(size for _, size in run.occupancy) <= 2
 
 
 def test_the_ensemble_aggregator_survives_a_slow_predictor_with_a_timeout():

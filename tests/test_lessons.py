@@ -1,4 +1,5 @@
-"""The lesson format (simdist.lessons) and lesson 01: checks, notebook, MPI exercise."""
+"""The lesson format (simdist.lessons, the workspace, hints, progress) and lesson 01: checks,
+wrong answers, notebook, MPI exercise."""
 
 import json
 import shutil
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simdist import lessons, notebooks
+from simdist import lessons, notebooks, workspace
 from simdist.commands import check as check_command
 from simdist.commands import lesson as lesson_command
 from simdist.mpirun import run_mpi
@@ -55,10 +56,14 @@ def test_lessons_dir_is_next_to_the_package_and_can_be_given(tmp_path):
         lessons.lessons_dir(tmp_path / "missing")
 
 
-def test_every_lesson_has_its_files():
+def test_every_lesson_has_its_files_and_its_solution_out_of_sight():
     for lesson in lessons.list_lessons():
-        for name in (lessons.SOURCE, lessons.EXERCISES, lessons.SOLUTION, lessons.CHECKS):
+        for name in (lessons.SOURCE, lessons.EXERCISES, lessons.CHECKS):
             assert (lesson / name).is_file(), f"{lesson.name} has no {name}"
+        assert not (lesson / "solution.py").exists(), "solutions live in lessons/solutions/"
+        assert lessons.solution_path(lesson) == ROOT / "lessons" / "solutions" / \
+            f"{lesson.name}.py"
+        assert lessons.solution_path(lesson).is_file()
 
 
 # -- checks -------------------------------------------------------------------------------------
@@ -82,13 +87,15 @@ def test_every_check_fails_against_the_stubs_as_not_done():
 def test_check_main_reports_and_returns_status(capsys):
     assert check_command.main(["01", "--solution"]) == 0
     out = capsys.readouterr().out
-    assert "solution.py" in out and "9 of 9 checks pass" in out and "✗" not in out
+    assert "lessons/solutions/01_collectives.py" in out and "9 of 9 checks pass" in out
+    assert "✗" not in out
 
     assert check_command.main(["01"]) == 1
     out = capsys.readouterr().out
     assert "not done yet: exercise ring_all_reduce" in out
     assert "not done yet: exercise predict_fastest" in out
-    assert "hint: open lessons/01_collectives/exercises.py" in out
+    assert "hint: run `simdist lesson start 01` to copy the stubs into your workspace, then " \
+        "open my_exercises/01_collectives/exercises.py" in out
     assert out.rstrip().endswith(
         "0 of 9 checks pass (not done yet: predict_fastest, ring_all_reduce)")
 
@@ -114,6 +121,84 @@ def test_a_wrong_ring_gets_what_is_wrong_and_a_hint(tmp_path, capsys):
     assert "you predicted ring" in results["predict_1"].message
     assert check_command.main(["01", "--file", str(mine)]) == 1
     assert "hint: did you forget the all-gather phase?" in capsys.readouterr().out
+
+
+# a ring that writes its sums into the caller's value (np.array_split gives views)
+MUTATES = '''
+import numpy as np
+
+def ring_all_reduce(ctx, members, value):
+    p, r = len(members), members.index(ctx.name)
+    if p == 1:
+        return value.copy()
+    chunks = np.array_split(value.reshape(-1), p)
+    right, left = members[(r + 1) % p], members[(r - 1) % p]
+    for s in range(p - 1):
+        ctx.send(right, f"rs{s}", chunks[(r - s) % p].copy())
+        msg = yield ctx.recv(left, f"rs{s}")
+        chunks[(r - s - 1) % p] += msg.payload
+    for s in range(p - 1):
+        ctx.send(right, f"ag{s}", chunks[(r - s + 1) % p].copy())
+        msg = yield ctx.recv(left, f"ag{s}")
+        chunks[(r - s) % p][:] = msg.payload
+    return np.concatenate(chunks).reshape(value.shape)
+'''
+
+# the right ring, except that one member alone returns its input itself
+RETURNS_INPUT = '''
+import numpy as np
+
+def ring_all_reduce(ctx, members, value):
+    p, r = len(members), members.index(ctx.name)
+    if p == 1:
+        return value
+    chunks = [c.copy() for c in np.array_split(value.reshape(-1), p)]
+    right, left = members[(r + 1) % p], members[(r - 1) % p]
+    for s in range(p - 1):
+        ctx.send(right, f"rs{s}", chunks[(r - s) % p])
+        msg = yield ctx.recv(left, f"rs{s}")
+        chunks[(r - s - 1) % p] = chunks[(r - s - 1) % p] + msg.payload
+    for s in range(p - 1):
+        ctx.send(right, f"ag{s}", chunks[(r - s + 1) % p])
+        msg = yield ctx.recv(left, f"ag{s}")
+        chunks[(r - s) % p] = msg.payload
+    return np.concatenate(chunks).reshape(value.shape)
+'''
+
+# the tasks pass their values through a module-level dict: right in one shared module only
+GLOBALS = '''
+import numpy as np
+
+BOARD = {}
+
+def ring_all_reduce(ctx, members, value):
+    BOARD[(ctx.name, value.size, str(value.dtype))] = value.copy()
+    for dst in members:
+        if dst != ctx.name:
+            ctx.send(dst, "hello", np.zeros(1))
+    for src in members:
+        if src != ctx.name:
+            yield ctx.recv(src, "hello")
+    return np.sum([BOARD[(m, value.size, str(value.dtype))] for m in members], axis=0,
+                  dtype=value.dtype).reshape(value.shape)
+'''
+
+
+@pytest.mark.parametrize("source, message, hint, detail", [
+    (MUTATES, "worker:0: your ring changed the value it was given", "leave `value` as it is",
+     "returns views into value"),
+    (RETURNS_INPUT, "p = 1, int64 values of shape (7, 143): worker:0: the array your ring "
+     "returned shares memory with its input", "return a new array", "value.copy()"),
+    (GLOBALS, "p = 2: your ring gives the right sum only when every task shares one copy of "
+     "your module", "through Python globals", "module-level"),
+])
+def test_a_ring_that_cheats_fails_with_a_hint_aimed_at_it(tmp_path, source, message, hint,
+                                                         detail):
+    mine = tmp_path / "mine.py"
+    mine.write_text(source)
+    sums = lessons.run_checks("01", file=mine, exercise="ring_all_reduce")[0]
+    assert not sums.passed and message in sums.message
+    assert hint in sums.hint and detail in sums.detail
 
 
 def test_errors_in_the_learners_code_are_reported_not_raised(tmp_path):
@@ -193,5 +278,142 @@ def test_ring_mpi_passes_with_the_solution():
 @pytest.mark.timeout(150)
 def test_ring_mpi_fails_with_the_stubs():
     proc = run_mpi(4, [RING_MPI], timeout=120, cwd=ROOT)
-    assert proc.returncode != 0
+    assert proc.returncode == 1
     assert "not done yet: exercise ring_all_reduce" in proc.stdout
+    assert "MPI_ABORT" not in proc.stdout + proc.stderr
+
+
+# -- the workspace, two-level hints, progress ----------------------------------------------------
+
+RIGHT_SPLIT = '''
+import math
+
+def split_batch(x, y, n):
+    k = math.ceil(len(x) / n)
+    return [(x[r * k:(r + 1) * k], y[r * k:(r + 1) * k]) for r in range(n)]
+'''
+
+ARRAY_SPLIT = '''
+import numpy as np
+
+def split_batch(x, y, n):
+    return list(zip(np.array_split(x, n), np.array_split(y, n)))
+'''
+
+
+def test_lesson_start_copies_the_stubs_into_an_ignored_workspace(tmp_path, capsys):
+    mine = tmp_path / "ws"
+    assert lesson_command.main(["start", "02", "--workspace", str(mine)]) == 0
+    copy = mine / "02_mirrored" / "exercises.py"
+    assert copy.read_text() == (ROOT / "lessons" / "02_mirrored" / "exercises.py").read_text()
+    assert (mine / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert "copied the stubs to" in capsys.readouterr().out
+    copy.write_text(RIGHT_SPLIT)  # the learner's work is never overwritten ...
+    assert lesson_command.main(["start", "02", "--workspace", str(mine)]) == 0
+    assert copy.read_text() == RIGHT_SPLIT and "already exists" in capsys.readouterr().out
+    # ... and is what the checks read
+    results = lessons.run_checks("02", workspace=mine, exercise="split_batch")
+    assert results[0].passed
+    assert lessons.target_file(lessons.find_lesson("02"), workspace=mine) == copy
+    assert "my_exercises/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_the_detail_of_a_hint_comes_with_the_second_failure(tmp_path, capsys):
+    mine = tmp_path / "ws"
+    workspace.start(lessons.find_lesson("02"), mine)[0].write_text(ARRAY_SPLIT)
+    assert check_command.main(["02", "split_batch", "--workspace", str(mine)]) == 1
+    first = capsys.readouterr().out
+    assert "hint: that is np.array_split's rule" in first
+    assert "in detail:" not in first and "a more detailed hint comes" in first
+    assert check_command.main(["02", "split_batch", "--workspace", str(mine)]) == 1
+    second = capsys.readouterr().out
+    assert "in detail: TensorFlow gives every replica ceil(B / N) examples" in second
+    assert workspace.Progress(mine).failures("02_mirrored", "split_batch") == 2
+    (mine / "02_mirrored" / "exercises.py").write_text(RIGHT_SPLIT)  # fixed: the count restarts
+    assert check_command.main(["02", "split_batch", "--workspace", str(mine)]) == 0
+    assert workspace.Progress(mine).entry("02_mirrored", "split_batch") == \
+        {"failures": 0, "passed": True}
+
+
+def test_hints_speak_the_learners_language(tmp_path, capsys):
+    mine = tmp_path / "ws"
+    workspace.start(lessons.find_lesson("02"), mine)[0].write_text(ARRAY_SPLIT)
+    assert check_command.main(["02", "split_batch", "--lang", "zh", "--detail",
+                               "--workspace", str(mine)]) == 1
+    out = capsys.readouterr().out
+    assert "提示：" not in out and "提示: 这是 np.array_split 的规则" in out
+    assert "详细提示: TensorFlow 依次给每个副本" in out
+    assert "1 项检查中通过 0 项" in out
+    check_command.main(["01", "--lang", "zh"])
+    assert "尚未完成：练习 ring_all_reduce" in capsys.readouterr().out
+
+
+def test_language_comes_from_the_option_then_the_environment(monkeypatch):
+    from simdist import lesson_lang
+
+    monkeypatch.delenv("DISTLAB_LANG", raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert lesson_lang.language() == "zh" and lesson_lang.language("en") == "en"
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    assert lesson_lang.language() == "en"
+    lesson_lang.set_language("zh")
+    try:
+        assert lesson_lang.language() == "zh"
+    finally:
+        lesson_lang.set_language(None)
+    with pytest.raises(lessons.InvalidArgumentError, match="unknown language 'fr'"):
+        lesson_lang.language("fr")
+
+
+def test_check_all_prints_a_progress_table(tmp_path, capsys):
+    mine = tmp_path / "ws"
+    copy = workspace.start(lessons.find_lesson("02"), mine)[0]
+    copy.write_text(copy.read_text() + RIGHT_SPLIT)  # split_batch done, the others not yet
+    assert check_command.main(["--all", "--workspace", str(mine)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line for line in out[1:-1]}
+    assert list(rows) == [d.name for d in lessons.list_lessons()]
+    assert "02_mirrored " in rows["02_mirrored"] and " *" not in rows["02_mirrored"]
+    assert "1/3" in rows["02_mirrored"] and "✓ split_batch ★" in rows["02_mirrored"]
+    assert "· replica_step ★★" in rows["02_mirrored"]
+    assert rows["01_collectives"].startswith("01_collectives *")
+    total = sum(len(lessons.load_lesson_checks(d).exercises) for d in lessons.list_lessons())
+    assert out[-1].startswith(f"1 of {total} exercises done")
+
+
+def test_check_cell_runs_one_exercise_and_draws_the_rings(tmp_path, capsys, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    mine = tmp_path / "ws"
+    workspace.start(LESSON, mine)[0].write_text(NO_ALL_GATHER)
+    assert lessons.check("ring_all_reduce", workspace=mine) is False
+    out = capsys.readouterr().out
+    assert "ring_all_reduce: every member sends 2(p-1) messages" in out
+    assert "predict_fastest" not in out and "0 of 3 checks pass" in out
+    assert len(shown) == 1 and len(shown[0].axes) == 2  # yours beside the reference's
+    assert lessons.check("ring_all_reduce", workspace=tmp_path / "none") is False
+    assert len(shown) == 1  # the stub: nothing to draw
+    with pytest.raises(lessons.LessonError, match="checked by no lesson"):
+        lessons.check("no_such_exercise")
+
+
+def test_peek_prints_one_reference_solution(capsys):
+    assert check_command.main(["01", "--peek", "predict_fastest"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# lessons/solutions/01_collectives.py: the reference")
+    assert "def predict_fastest(" in out and "def ring_all_reduce(" not in out
+    assert check_command.main(["01", "--peek", "nothing"]) == 2
+
+
+# -- the MPI exercise fails cleanly ---------------------------------------------------------------
+
+@pytest.mark.mpi
+@pytest.mark.timeout(150)
+def test_ring_mpi_reports_a_failed_check_and_exits_1_without_aborting(tmp_path):
+    mine = tmp_path / "mine.py"
+    mine.write_text(MUTATES)
+    proc = run_mpi(4, [RING_MPI, "--file", str(mine)], timeout=120, cwd=ROOT)
+    assert proc.returncode == 1
+    assert "✗ every task gets numpy's sum (int64)" in proc.stdout
+    assert "2 of 4 checks pass" in proc.stdout
+    assert "MPI_ABORT" not in proc.stdout + proc.stderr

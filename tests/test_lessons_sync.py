@@ -2,6 +2,7 @@
 checks against the solutions, the stubs and wrong answers; notebooks fresh and runnable."""
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def _results_of(lesson, source, tmp_path):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("lesson, count", [("02", 9), ("03", 5)])
+@pytest.mark.parametrize("lesson, count", [("02", 10), ("03", 6)])
 def test_every_check_passes_on_the_solution(lesson, count):
     results = _results(lesson, solution=True)
     assert len(results) == count
@@ -85,8 +86,8 @@ def test_every_check_passes_on_the_solution(lesson, count):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("lesson, summary", [
-    ("02", "0 of 9 checks pass (not done yet: predict_step_bytes, replica_step, split_batch)"),
-    ("03", "0 of 5 checks pass (not done yet: is_chief, predict_step_ns, tf_configs)"),
+    ("02", "0 of 10 checks pass (not done yet: predict_step_bytes, replica_step, split_batch)"),
+    ("03", "0 of 6 checks pass (not done yet: is_chief, predict_step_ns, tf_configs)"),
 ])
 def test_every_check_fails_on_the_stubs_as_not_done(lesson, summary, capsys):
     results = _results(lesson)
@@ -105,7 +106,7 @@ def test_lesson_02_wrong_split_and_wrong_bytes_get_hints(tmp_path):
     assert not split.passed
     assert split.message == ("split_batch(x, y, 4) with a global batch of 6: replica batch "
                              "sizes [2, 2, 1, 1], but TensorFlow gives [2, 2, 2, 0]")
-    assert "np.array_split's rule" in split.hint
+    assert "np.array_split's rule" in split.hint and "[2, 2, 2, 0]" in split.detail
     # the training check needs a right split first, and says so
     assert not results["step_parity"].passed
     assert "your split_batch, which is not right yet" in results["step_parity"].message
@@ -113,8 +114,8 @@ def test_lesson_02_wrong_split_and_wrong_bytes_get_hints(tmp_path):
     assert results["bytes_3"].passed and results["bytes_4"].passed
     assert not results["bytes_2"].passed and "(busiest off)" in results["bytes_2"].message
     assert "3.0 MiB from the busiest sender" in results["bytes_2"].message
-    assert not results["bytes_6"].passed
-    assert "(total and busiest off)" in results["bytes_6"].message
+    assert not results["bytes_7"].passed  # central storage
+    assert "(total and busiest off)" in results["bytes_7"].message
 
 
 @pytest.mark.timeout(60)
@@ -130,7 +131,7 @@ def test_lesson_02_loss_scaled_by_the_local_batch_fails_with_a_hint(tmp_path):
                                      "reports loss")
     assert "weights differ from the default strategy's" in parity.message
     assert "instead of 1 / the global batch (12)" in parity.hint
-    assert "scale = 1 / global_batch_size" in parity.hint
+    assert "scale = 1 / global_batch_size" in parity.detail
 
 
 @pytest.mark.timeout(60)
@@ -141,16 +142,54 @@ def test_lesson_02_nan_on_an_empty_replica_fails_with_a_hint(tmp_path):
     assert "a replica with no examples" in parity.hint
 
 
+# the right step, with its loss computed in float64
+FLOAT64_02 = LOCAL_MEAN_02.replace(
+    '''    if len(x) == 0:
+        return np.float32(0), model.gradients(weights, x, y, 0.0)
+    return np.float32(per.mean()), model.gradients(weights, x, y, 1.0 / len(x))''',
+    '''    loss = np.sum(per, dtype=np.float64) / global_batch_size
+    return loss, model.gradients(weights, x, y, np.float32(1.0) / np.float32(global_batch_size))''')
+
+# hierarchical copy with floor(p / 2) devices in the first half: right on an even count only
+FLOOR_HALF_02 = '''
+def predict_step_bytes(strategy, replicas, nbytes):
+    p, n = replicas, nbytes
+    if strategy == "hierarchical_copy":
+        return 2 * (p - 1) * n, n + (p // 2 - 1) * n
+    raise NotImplementedError("exercise predict_step_bytes: the others")
+'''
+
+
+@pytest.mark.timeout(60)
+def test_lesson_02_a_float64_loss_fails(tmp_path):
+    results = _results_of("02", FLOAT64_02, tmp_path)
+    alone = results["step_one_replica"]
+    assert not alone.passed
+    assert alone.message.endswith("replica_step returned a loss of dtype float64; the exercise "
+                                  "asks for a float32 scalar")
+    assert "float32" in alone.hint and "compute_average_loss" in alone.detail
+
+
+@pytest.mark.timeout(60)
+def test_lesson_02_hierarchical_copy_is_checked_on_odd_and_even_counts(tmp_path):
+    results = _results_of("02", FLOOR_HALF_02, tmp_path)
+    assert results["bytes_5"].passed  # 8 GPUs: halves of 4, floor and ceiling agree
+    odd = results["bytes_6"]
+    assert not odd.passed and odd.message.startswith("hierarchical_copy, 5 replica(s)")
+    assert "the first half is the larger one" in odd.hint and "ceil(p / 2)" in odd.detail
+
+
 # -- lesson 03: checks --------------------------------------------------------------------------
 
-# the index as a string; the chief rule that forgets the chief job; the step without the loss
+# the index as a string (TF accepts it); the chief rule that forgets the chief job; the step
+# without the loss
 WRONG_03 = '''
 import json, math
 from simdist.collectives import formulas
 
 def tf_configs(addresses):
     return [json.dumps({"cluster": {"worker": addresses},
-                        "task": {"type": "worker", "index": i + 1}})
+                        "task": {"type": "worker", "index": str(i)}})
             for i in range(len(addresses))]
 
 def is_chief(tf_config):
@@ -165,6 +204,95 @@ def predict_step_ns(workers, hw, model, global_batch):
     a, b = hw.network.latency_ns, hw.network.bandwidth
     return compute + update + formulas.ring(workers, model.nbytes, a, b)
 '''
+
+# the rule of older configurations: "master" counts as the chief, the evaluator does not
+MASTER_03 = '''
+import json
+
+def is_chief(tf_config):
+    config = json.loads(tf_config)
+    task = config["task"]
+    for job in ("chief", "master"):
+        if job in config["cluster"]:
+            return task["type"] == job
+    return task["type"] == "worker" and int(task["index"]) == 0
+'''
+
+# ceil(B / W) replaced by floor: the step of 6 examples over 4 workers computes on 1, not 2
+FLOOR_03 = '''
+from simdist.collectives import formulas
+
+def predict_step_ns(workers, hw, model, global_batch):
+    compute = hw.device.compute_time_ns(model.flops(global_batch // workers))
+    update = hw.device.compute_time_ns(2 * model.num_params, 3 * model.nbytes)
+    if workers == 1:
+        return compute + update
+    a, b = hw.network.latency_ns, hw.network.bandwidth
+    return (compute + update + formulas.ring(workers, model.nbytes, a, b)
+            + formulas.ring(workers, 4, a, b))
+'''
+
+
+@pytest.mark.timeout(60)
+def test_lesson_03_evaluator_and_master_follow_tf_distribute(tmp_path):
+    chief = _results_of("03", MASTER_03, tmp_path)["is_chief"]
+    assert not chief.passed
+    assert chief.message == ("task evaluator:0 of a cluster with worker x2, evaluator x1: you "
+                             "said False, but it is the chief")
+    assert chief.hint == "the evaluator is a chief of its own"
+    source = MASTER_03.replace('for job in ("chief", "master")', 'if "evaluator" == task["type"]:\n'
+                               '        return True\n    for job in ("chief", "master")')
+    chief = _results_of("03", source, tmp_path)["is_chief"]
+    assert chief.message == ("task master:0 of a cluster with master x1, worker x1: you said "
+                             "True, but tf.distribute refuses this cluster (ValueError)")
+    assert "Estimator" in chief.detail
+
+
+@pytest.mark.timeout(60)
+def test_lesson_03_floor_instead_of_ceiling_fails(tmp_path):
+    results = _results_of("03", FLOOR_03, tmp_path)
+    assert results["predict_10gbe"].passed  # 256 over 1-4 workers: too close to tell
+    uneven = results["predict_uneven"]
+    assert not uneven.passed and "global batch 6" in uneven.message
+    assert uneven.hint == "the step waits for the worker with the most examples"
+    assert "ceil(B / W) = 2, not floor(B / W) = 1" in uneven.detail
+
+
+@pytest.mark.realtf
+@pytest.mark.timeout(150)
+def test_lesson_03_chief_rule_is_tf_distributes(tmp_path):
+    """The check's rule (and the solution) against TF 2.21's own resolver and is_chief."""
+    from realdist.tf1 import run_python
+
+    checks = lessons.load_module(ROOT / "lessons" / "03_multi_worker" / "checks.py")
+    solution = lessons.load_module(lessons.solution_path(ROOT / "lessons" / "03_multi_worker"))
+    texts = [json.dumps({"cluster": c, "task": {"type": t, "index": i}})
+             for c, t, i in checks.CHIEF_CASES]
+    code = (
+        "from tensorflow.python.distribute import multi_worker_util\n"
+        "from tensorflow.python.distribute.cluster_resolver import TFConfigClusterResolver\n"
+        "out = []\n"
+        f"for text in {texts!r}:\n"
+        "    os.environ['TF_CONFIG'] = text\n"
+        "    r = TFConfigClusterResolver()\n"
+        "    try:\n"
+        "        out.append(multi_worker_util.is_chief(r.cluster_spec(), r.task_type, "
+        "r.task_id))\n"
+        "    except ValueError:\n"
+        "        out.append('ValueError')\n"
+        "emit('chiefs', out)\n")
+    real = run_python(code, 120)[0]["chiefs"]
+
+    def ours(rule, *args):
+        try:
+            return rule(*args)
+        except ValueError:
+            return "ValueError"
+
+    assert real == [ours(checks.tf_is_chief, *case) for case in checks.CHIEF_CASES]
+    assert real == [ours(solution.is_chief, text) for text in texts]
+    assert real.count("ValueError") == 2 and real.count(True) == 5
+
 
 # every worker puts its own address first and calls itself worker 0
 SELF_FIRST_03 = '''
@@ -190,15 +318,13 @@ def test_lesson_03_predictions_show_where_scaling_stops():
 @pytest.mark.timeout(60)
 def test_lesson_03_wrong_answers_get_hints(tmp_path):
     results = _results_of("03", WRONG_03, tmp_path)
-    assert not results["tf_config_parse"].passed
-    assert "task index 3 out of range for job 'worker'" in results["tf_config_parse"].message
-    train = results["tf_config_train"]
-    assert not train.passed
-    assert train.message.startswith("MultiWorkerMirroredStrategy refused a TF_CONFIG")
+    # TF reads "index": "1" with int(): string indices are right
+    assert results["tf_config_parse"].passed and results["tf_config_train"].passed
     chief = results["is_chief"]
     assert not chief.passed
-    assert chief.message == ("task chief:0 of a cluster with chief x1, worker x2: you said "
-                             "False, but it is the chief")
+    assert chief.message == ("task worker:'0' of a cluster with worker x3: you said False, "
+                             "but it is the chief")
+    assert "int()" in chief.hint
     for name in ("predict_10gbe", "predict_100gbe"):
         assert not results[name].passed
         assert "you left out the loss" in results[name].hint

@@ -164,8 +164,8 @@ def test_queue_commands_have_help(capsys, command):
     (["padded", "[[1], [2"], "realdist: error: VALUES '[[1], [2' is not JSON"),
     (["padded", "[]"], "realdist: error: VALUES must be a non-empty JSON list"),
     (["padded", "[[1]]", "--shape", "x"], "realdist: error: --shape 'x': expected dimensions"),
-    (["loader-trainer", "--batch", "9"],
-     "realdist: error: real_loader_trainer: a batch of 9 never fits in a queue of capacity 8"),
+    (["loader-trainer", "--capacity", "0"],
+     "realdist: error: real_loader_trainer: capacity=0, expected an int >= 1"),
     (["loader-trainer", "--loaders", "0"],
      "realdist: error: real_loader_trainer: loaders=0, expected an int >= 1"),
     (["ensemble", "--slow", "2"],
@@ -176,3 +176,18 @@ def test_bad_queue_input_is_one_line_and_exit_2(capsys, argv, expected):
     captured = capsys.readouterr()
     assert captured.err.startswith(expected) and captured.err.count("\n") == 1
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+@pytest.mark.timeout(240)
+def test_simulated_and_real_loader_trainer_agree_while_the_loader_is_the_bottleneck():
+    from realdist.queue_compare import compare_loader_trainer
+
+    # one enqueue thread of 20 ms per example, batches of 2, 5 ms steps: about 40 ms a step
+    simulated, real, rows = compare_loader_trainer(capacity=4, loaders=1, steps=10, batch=2,
+                                                   load_ms=20, train_ms=5, timeout=200)
+    figures = {name: (sim, measured, ratio) for name, sim, measured, ratio in rows}
+    sim_rate, real_rate, ratio = figures["steps per second"]
+    assert 20 < sim_rate < 26  # 1 / (2 x 20 ms), the first read late by one read
+    assert 0.9 < ratio < 1.8, rows  # real TF adds its per-run overhead (gRPC, py_func)
+    sim_starved, real_starved, _ = figures["trainer starved (share of the time)"]
+    assert sim_starved > 0.7 and abs(sim_starved - real_starved) < 0.15, rows

@@ -2,6 +2,7 @@
 
 Replace each ``raise NotImplementedError(...)`` with your code, then check it:
 
+    simdist lesson start 01               # once: copies this file to my_exercises/
     simdist check 01                      # all checks of this lesson, with hints
     mpiexec -n 4 python -m mpi4py lessons/01_collectives/ring_mpi.py   # the ring over MPI
 
@@ -17,7 +18,8 @@ from simdist.collectives import all_reduce_time, formulas  # noqa: F401
 
 
 def ring_all_reduce(ctx, members, value):
-    """Exercise 1: sum ``value`` over ``members`` with a ring; return the sum on every member.
+    """Exercise 1 (★★): sum ``value`` over ``members`` with a ring; return the sum on every
+    member.
 
     A generator, used inside a task's program as::
 
@@ -25,27 +27,31 @@ def ring_all_reduce(ctx, members, value):
 
     ``members`` lists task names (the same list, in the same order, on every member);
     ``value`` is a numpy array of any shape and dtype (the same on every member). Return a new
-    array of the same shape holding the element-wise sum of every member's value.
+    array of the same shape and dtype holding the element-wise sum of every member's value.
 
-    The steps, for p = len(members) and r = members.index(ctx.name):
+    The idea (section 2 of the lesson): cut the value into p chunks and arrange the members
+    in a ring. First a reduce-scatter: in each of p - 1 steps every member passes one
+    partial-sum chunk to its right neighbour and adds the chunk arriving from its left
+    neighbour into its own copy, so that after p - 1 steps each member holds one chunk summed
+    over everybody. Then an all-gather: the finished chunks travel around the ring once more
+    (p - 1 steps), each member keeping what it receives. Which chunk goes out in which step
+    is for you to work out: draw the ring of 3 on paper first.
 
-    1. Cut the flattened value into p chunks (``np.array_split`` allows sizes that are not
-       a multiple of p). Your right neighbour is members[(r + 1) % p], your left one
-       members[(r - 1) % p].
-    2. Reduce-scatter, p - 1 steps: in step s, send chunk (r - s) % p to the right
-       (``ctx.send(right, tag, chunk)``), receive a chunk from the left
-       (``msg = yield ctx.recv(left, tag)``; the array is ``msg.payload``) and add it to
-       your chunk (r - s - 1) % p. Afterwards you hold the complete sum of chunk (r + 1) % p.
-    3. All-gather, p - 1 more steps: in step s, send chunk (r - s + 1) % p (a finished one)
-       to the right, receive a finished chunk from the left and store it as your chunk
-       (r - s) % p (replace, do not add).
-    4. Join the chunks and give them the value's shape.
+    What the checks hold you to (``simdist check 01 ring_all_reduce``):
 
-    Each member sends exactly 2(p-1) messages of about n/p bytes each (none when p == 1), and
-    sends before it waits: if every member waited to receive first, all would wait forever.
-    Use a different tag per phase and step (e.g. ``f"rs{s}"``, ``f"ag{s}"``). Do not call
-    ``ctx.compute``: the check compares the simulated time with the formula
-    ``formulas.ring(p, n, a, B)``, which counts communication only.
+    - sizes that are not multiples of p (``np.array_split``), p from 1 to 5, int64 values
+      summed exactly;
+    - exactly 2(p-1) messages per member, each a chunk (none when p == 1);
+    - ``formulas.ring(p, n, a, B)``'s time within 1%: every member sends in every step, and
+      sends before it waits (``ctx.send`` does not block, ``yield ctx.recv`` does); no
+      ``ctx.compute``;
+    - ``value`` is the caller's own gradient: leave it unchanged and return a new array;
+    - members share nothing but messages: under mpiexec each task lives in its own process,
+      so the check also gives every simulated task its own copy of your module. Module-level
+      variables cannot carry data between tasks.
+
+    ``msg = yield ctx.recv(src, tag)`` waits for a message; its array is ``msg.payload``. Use a
+    different tag per phase and step.
     """
     raise NotImplementedError("exercise ring_all_reduce: write the ring all-reduce "
                               "(reduce-scatter, then all-gather)")
@@ -53,7 +59,7 @@ def ring_all_reduce(ctx, members, value):
 
 
 def predict_fastest(p, nbytes, system="cpu", tasks_per_machine=1):
-    """Exercise 2: which all-reduce algorithm is fastest for this case? Return its name.
+    """Exercise 2 (★★): which all-reduce algorithm is fastest for this case? Return its name.
 
     One of "reduce-to-one", "ring", "recursive-doubling", "halving-doubling", for an
     all-reduce of ``nbytes`` bytes over ``p`` tasks of the hardware ``system`` (a name from

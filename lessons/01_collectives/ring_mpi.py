@@ -8,77 +8,77 @@
 rank with -n 4; any -n works): every message of your ring travels as a real MPI message, while
 the cost model decides when it arrives. Rank 0 checks the result as ``simdist check 01`` does
 (numpy's sum, 2(p-1) messages per task, ``formulas.ring``'s time) and prints it; the exit code
-is non-zero when a check fails.
+is 1 when a check fails (the job ends normally: no MPI_Abort). "Yours" is your workspace
+copy, my_exercises/01_collectives/exercises.py (``simdist lesson start 01``), else the stub.
 """
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
-from simdist.lessons import CheckFailed, load_module, not_done_name
+from simdist.lesson_mpi import run_exercise
+from simdist.lessons import CheckFailed, load_module, localize, not_done_name, solution_path
 from simdist.transports import MPITransport
+from simdist.workspace import exercise_file
 
 HERE = Path(__file__).resolve().parent
 TASKS = 4
+
+
+def failure_text(error: BaseException, path: Path) -> str:
+    """What the report says when the learner's code fails on a rank."""
+    name = not_done_name(error)
+    if name:
+        return (f"not done yet: exercise {name}\nhint: replace the `raise NotImplementedError` "
+                f"in {path} with your code (simdist lesson start 01 copies the stubs)")
+    if isinstance(error, CheckFailed):
+        return f"{error.message}\n      hint: {localize(error.hint, 'en')}"
+    return f"{type(error).__name__}: {error}"
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--solution", action="store_true", help="run the reference solution")
-    which.add_argument("--file", metavar="PATH", help="run ring_all_reduce from this file")
+    which.add_argument("--file", metavar="PATH", help="run ring_all_reduce from this file "
+                                                      "(default: your my_exercises/ copy)")
     args = parser.parse_args(argv)
-    path = Path(args.file) if args.file else HERE / ("solution.py" if args.solution
-                                                      else "exercises.py")
+    path = (Path(args.file) if args.file else solution_path(HERE) if args.solution
+            else exercise_file(HERE))
     checks = load_module(HERE / "checks.py")
     transport = MPITransport()
-    rank = transport.rank
 
-    try:
-        ring = load_module(path).ring_all_reduce
-        results = {kind: checks.run_ring(ring, TASKS, kind, transport)
-                   for kind in ("int", "float")}
-    except Exception as error:  # stop every rank: the others may wait for this one
-        name = not_done_name(error)
-        if name:
-            text = (f"not done yet: exercise {name}\nhint: replace the `raise "
-                    f"NotImplementedError` in {path.name} with your code")
-        elif isinstance(error, CheckFailed):
-            text = f"{error.message}\nhint: {error.hint}"
-        else:
-            text = f"{type(error).__name__}: {error}"
-        if name and rank != 0:
-            time.sleep(5)  # every rank has this error: let rank 0 report it and end the job
-        print(f"ring_mpi (rank {rank}): ✗ {text}", flush=True)
-        transport.comm.Abort(1)
-        return 1
+    def run():
+        rings = [m.ring_all_reduce for m in checks.task_copies(load_module(path), TASKS)]
+        return {kind: checks.run_ring(rings, TASKS, kind, transport) for kind in ("int", "float")}
 
-    if rank != 0:
-        return 0
-    print(f"ring_mpi: ring_all_reduce from {path.name} on {TASKS} tasks over "
-          f"{transport.size} MPI rank(s)")
-    verifications = [
-        ("every task gets numpy's sum (int64)",
-         lambda: checks.verify_sums(results["int"], TASKS, "int")),
-        ("every task gets numpy's sum (float32)",
-         lambda: checks.verify_sums(results["float"], TASKS, "float")),
-        ("every task sends 2(p-1) messages",
-         lambda: checks.verify_messages(results["float"], TASKS)),
-        ("simulated time within 1% of formulas.ring",
-         lambda: checks.verify_time(results["float"], TASKS)[1]),
-    ]
-    passed = 0
-    for title, verify in verifications:
-        try:
-            detail = verify()
-        except CheckFailed as failed:
-            print(f"  ✗ {title}\n      {failed.message}\n      hint: {failed.hint}")
-            continue
-        passed += 1
-        print(f"  ✓ {title}" + (f": {detail}" if detail else ""))
-    print(f"{passed} of {len(verifications)} checks pass", flush=True)
-    return 0 if passed == len(verifications) else 1
+    def report(results):
+        lines = [f"ring_mpi: ring_all_reduce from {path} on {TASKS} tasks over "
+                 f"{transport.size} MPI rank(s)"]
+        verifications = [
+            ("every task gets numpy's sum (int64)",
+             lambda: checks.verify_sums(results["int"], TASKS, "int")),
+            ("every task gets numpy's sum (float32)",
+             lambda: checks.verify_sums(results["float"], TASKS, "float")),
+            ("every task sends 2(p-1) messages",
+             lambda: checks.verify_messages(results["float"], TASKS)),
+            ("simulated time within 1% of formulas.ring",
+             lambda: checks.verify_time(results["float"], TASKS)[1]),
+        ]
+        passed = 0
+        for title, verify in verifications:
+            try:
+                detail = verify()
+            except CheckFailed as failed:
+                lines.append(f"  ✗ {title}\n      {failed.message}\n      hint: "
+                             f"{localize(failed.hint, 'en')}")
+                continue
+            passed += 1
+            lines.append(f"  ✓ {title}" + (f": {detail}" if detail else ""))
+        lines.append(f"{passed} of {len(verifications)} checks pass")
+        return "\n".join(lines), passed == len(verifications)
+
+    return run_exercise(transport, run, report, lambda e: failure_text(e, path), "ring_mpi")
 
 
 if __name__ == "__main__":

@@ -26,9 +26,11 @@ from simdist.distribute import (
     ReductionToOneDevice,
     Strategy,
 )
-from simdist.lessons import Check, CheckFailed
+from simdist.lessons import Check, CheckFailed, tr
 from simdist.models import make_model
 from simdist.units import format_bytes
+
+DIFFICULTY = {"split_batch": 1, "replica_step": 2, "predict_step_bytes": 2}
 
 # -- exercise 1: split_batch ------------------------------------------------------------------
 
@@ -53,47 +55,60 @@ def verify_split(split_batch) -> str:
             got = len(parts) if isinstance(parts, (list, tuple)) else type(parts).__name__
             raise CheckFailed(f"{where} returned {got} parts, expected a list of {n} "
                               "(x_r, y_r) pairs",
-                              "return one (x_r, y_r) pair per replica, even when a replica "
-                              "gets no examples")
+                              tr("return one (x_r, y_r) pair per replica, even when a replica "
+                                 "gets no examples",
+                                 "每个副本返回一对 (x_r, y_r)，即使某个副本没有分到样本"))
         want = split_global_batch(b, n)
         sizes = []
         for r, part in enumerate(parts):
             if not (isinstance(part, (list, tuple)) and len(part) == 2):
                 raise CheckFailed(f"{where}: part {r} is {part!r:.60}, not an (x_r, y_r) pair",
-                                  "each part is a pair of numpy arrays: (x[a:b], y[a:b])")
+                                  tr("each part is a pair of numpy arrays: (x[a:b], y[a:b])",
+                                     "每一部分是一对 numpy 数组：(x[a:b], y[a:b])"))
             xr, yr = (np.asarray(v) for v in part)
             if len(xr) != len(yr):
                 raise CheckFailed(f"{where}: replica {r} got {len(xr)} inputs and {len(yr)} "
-                                  "targets", "cut x and y at the same places")
+                                  "targets", tr("cut x and y at the same places", "在相同的位置切分 x 和 y"))
             if xr.shape[1:] != x.shape[1:]:
                 raise CheckFailed(f"{where}: replica {r}'s x has shape {xr.shape}, expected "
                                   f"(k, {x.shape[1]})",
-                                  "slice the examples (the first axis) only; an empty replica "
-                                  "batch is x[b:b], of shape (0, features)")
+                                  tr("slice the examples (the first axis) only", "只沿样本维（第一个轴）切分"),
+                                  tr("an empty replica batch is x[b:b], of shape (0, features)",
+                                     "空的副本批次是 x[b:b]，形状为 (0, features)"))
             sizes.append(len(xr))
         if sizes != want:
             raise CheckFailed(f"{where}: replica batch sizes {sizes}, but TensorFlow gives "
-                              f"{want}", _split_hint(sizes, want, b, n))
+                              f"{want}", *_split_hint(sizes, want, b, n))
         got_x = np.concatenate([np.asarray(p[0]) for p in parts])
         got_y = np.concatenate([np.asarray(p[1]) for p in parts])
         if not (np.array_equal(got_x, x) and np.array_equal(got_y, y)):
             raise CheckFailed(f"{where}: the sizes are right, but the replicas' examples, "
                               "joined in replica order, are not the global batch in its order",
-                              "replica r gets the consecutive examples x[r*k:(r+1)*k] with "
-                              "k = ceil(B / N), and y cut the same way")
+                              tr("each replica gets consecutive examples, in order",
+                                 "每个副本按顺序拿到连续的样本"),
+                              tr("replica r gets x[r*k:(r+1)*k] with k = ceil(B / N), and y cut "
+                                 "the same way",
+                                 "副本 r 拿到 x[r*k:(r+1)*k]，其中 k = ceil(B / N)，y 同样切分"))
     return "TF's sizes for " + ", ".join(f"{b} over {n}" for b, n in SPLITS[:5]) + ", ..."
 
 
-def _split_hint(sizes, want, b, n) -> str:
+def _split_hint(sizes, want, b, n) -> tuple:
     if sum(sizes) != b:
-        return (f"the sizes add up to {sum(sizes)}, not {b}: every example goes to exactly "
-                "one replica")
+        return (tr(f"the sizes add up to {sum(sizes)}, not {b}: every example goes to exactly "
+                   "one replica",
+                   f"各副本大小之和是 {sum(sizes)} 而不是 {b}：每个样本恰好分给一个副本"), "")
     if sorted(sizes, reverse=True) == sizes and max(sizes) - min(sizes) <= 1:
-        return ("that is np.array_split's rule (spread the remainder); TensorFlow instead gives "
-                "every replica ceil(B / N) examples in turn until the batch runs out, so the "
-                "last replicas get fewer or none: 6 over 4 is [2, 2, 2, 0]")
-    return ("every replica gets k = ceil(B / N) examples, replica 0 first, until the batch runs "
-            "out: the last replicas get what is left, possibly 0")
+        return (tr("that is np.array_split's rule (spread the remainder), not TensorFlow's",
+                   "这是 np.array_split 的规则（把余数摊开），不是 TensorFlow 的规则"),
+                tr("TensorFlow gives every replica ceil(B / N) examples in turn until the "
+                   "batch runs out, so the last replicas get fewer or none: 6 over 4 is "
+                   "[2, 2, 2, 0]",
+                   "TensorFlow 依次给每个副本 ceil(B / N) 个样本，直到批次用完，所以最后几个副本"
+                   "拿得更少甚至为 0：6 个样本分给 4 个副本是 [2, 2, 2, 0]"))
+    return (tr("every replica gets the same number of examples until the batch runs out",
+               "每个副本拿到同样多的样本，直到批次用完"),
+            tr("k = ceil(B / N) each, replica 0 first: the last replicas get what is left, "
+               "possibly 0", "每个 k = ceil(B / N)，从副本 0 开始：最后几个副本拿剩下的，可能为 0"))
 
 
 def check_split(ex) -> str:
@@ -191,7 +206,8 @@ def train(name, split, step):
                 raise CheckFailed(
                     f"replica_step returned gradients {_short(grads)}; expected a dict with "
                     f"the weights' names {sorted(variables)}",
-                    "return (loss, grads) where grads = model.gradients(weights, x, y, scale)")
+                    tr("return (loss, grads) where grads = model.gradients(weights, x, y, scale)",
+                       "返回 (loss, grads)，其中 grads = model.gradients(weights, x, y, scale)"))
             grads = yield from strategy.extended.batch_reduce_to(ReduceOp.SUM, grads)
             yield from strategy.extended.update(variables, grads, lambda v, g: v - lr * g)
             total = yield from strategy.reduce(ReduceOp.SUM, loss)
@@ -220,29 +236,41 @@ def _close(a, b) -> bool:
     return np.allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
-def diagnose_step(step) -> str:
-    """Why a replica_step goes wrong, from calls on crafted inputs: the hint."""
+def diagnose_step(step) -> tuple:
+    """Why a replica_step goes wrong, from calls on crafted inputs: (hint, detail)."""
     model, batches = problem()
     w = model.init(SEED)
     x, y = batches[3]  # 12 examples; this replica has 3 of them
     loss, grads = step(model, w, x[:3], y[:3], 12)
     per_example = model.per_example_loss(w, x[:3], y[:3])
     if isinstance(grads, dict) and set(grads) == set(w):
-        for scale, what in ((1 / 3, "the replica's own batch (3 examples)"),
-                            (1.0, "nothing (a plain sum)")):
+        for scale, what, zh in ((1 / 3, "the replica's own batch (3 examples)",
+                                 "副本自己的批次（3 个样本）"),
+                                (1.0, "nothing (a plain sum)", "什么都不除（直接求和）")):
             if all(_close(grads[k], v) for k, v in model.gradients(w, x[:3], y[:3],
                                                                     scale).items()):
-                return (f"your gradient is scaled by 1 / {what} instead of 1 / the global "
-                        "batch (12). The strategy SUMs the replicas' gradients, so each "
-                        "replica must contribute sum(its losses) / global_batch_size: pass "
-                        "scale = 1 / global_batch_size to model.gradients")
+                return (tr(f"your gradient is scaled by 1 / {what} instead of 1 / the global "
+                           "batch (12)",
+                           f"你的梯度除以的是{zh}，而不是全局批次大小（12）"),
+                        tr("the strategy SUMs the replicas' gradients, so each replica must "
+                           "contribute sum(its losses) / global_batch_size: pass scale = 1 / "
+                           "global_batch_size to model.gradients",
+                           "策略会对各副本的梯度求和（SUM），所以每个副本要贡献 sum(自己的损失) / "
+                           "global_batch_size：给 model.gradients 传 scale = 1 / global_batch_size"))
     if not np.isclose(float(np.asarray(loss)), per_example.sum() / 12, rtol=1e-4):
         if np.isclose(float(np.asarray(loss)), per_example.mean(), rtol=1e-4):
-            return ("your loss is the mean over the replica's own examples; summed over the "
-                    "replicas that gives N times the mean (and wrong weights for uneven "
-                    "batches). Use compute_average_loss(per_example, global_batch_size)")
-        return ("the loss must be sum(this replica's per-example losses) / global_batch_size "
-                "(compute_average_loss)")
+            return (tr("your loss is the mean over the replica's own examples",
+                       "你的损失是副本自己样本上的平均值"),
+                    tr("summed over the replicas that gives N times the mean (and wrong "
+                       "weights for uneven batches). Use compute_average_loss(per_example, "
+                       "global_batch_size)",
+                       "对各副本求和后得到的是 N 倍的平均值（批次不均匀时权重也会错）。请用 "
+                       "compute_average_loss(per_example, global_batch_size)"))
+        return (tr("the loss must be this replica's share of the global mean",
+                   "损失必须是这个副本在全局平均值中所占的份额"),
+                tr("sum(this replica's per-example losses) / global_batch_size "
+                   "(compute_average_loss)",
+                   "sum(本副本的逐样本损失) / global_batch_size（compute_average_loss）"))
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -251,11 +279,44 @@ def diagnose_step(step) -> str:
         empty_loss = float("nan")
     if not np.isfinite(float(np.asarray(empty_loss))) or not all(
             np.isfinite(v).all() for v in empty_grads.values()):
-        return ("a replica with no examples (1 example over 4 replicas gives 1, 0, 0, 0) "
-                "returns NaN: np.mean of nothing. Divide the sum by the global batch size: "
-                "a replica without examples contributes 0")
-    return ("compare your step with one device on the whole batch: the replicas' losses and "
-            "gradients must add up to the global batch's mean loss and its gradient")
+        return (tr("a replica with no examples returns NaN", "没有样本的副本返回了 NaN"),
+                tr("1 example over 4 replicas gives 1, 0, 0, 0, and np.mean of nothing is NaN. "
+                   "Divide the sum by the global batch size: a replica without examples "
+                   "contributes 0",
+                   "1 个样本分给 4 个副本是 1, 0, 0, 0，而空数组的 np.mean 是 NaN。"
+                   "用全局批次大小去除总和：没有样本的副本贡献 0"))
+    return (tr("compare your step with one device on the whole batch",
+               "把你的一步与单个设备在整个批次上的计算相比较"),
+            tr("the replicas' losses and gradients must add up to the global batch's mean "
+               "loss and its gradient",
+               "各副本的损失和梯度加起来必须等于全局批次的平均损失及其梯度"))
+
+
+def verify_float32(loss, grads, where: str) -> None:
+    """The loss and the gradients are float32, as the exercise (and TF's variables) ask."""
+    dtype = np.asarray(loss).dtype
+    if dtype != np.float32:
+        raise CheckFailed(
+            f"{where}: replica_step returned a loss of dtype {dtype}; the exercise asks for a "
+            "float32 scalar",
+            tr("the model's weights, gradients and losses are float32, as TF's are",
+               "模型的权重、梯度和损失都是 float32，与 TF 一样"),
+            tr("a Python float or a float64 division (e.g. np.sum(...) / b with b an int, "
+               "or np.mean of float64) promotes it: use compute_average_loss, or "
+               "np.float32(...)",
+               "Python float 或 float64 的除法（例如 b 为 int 时的 np.sum(...) / b，或 float64 的 "
+               "np.mean）会把它提升为 float64：用 compute_average_loss，或 np.float32(...)"))
+    wide = sorted(k for k, g in grads.items() if np.asarray(g).dtype != np.float32)
+    if wide:
+        raise CheckFailed(
+            f"{where}: the gradients {wide} are {np.asarray(grads[wide[0]]).dtype}, not "
+            "float32",
+            tr("keep the gradients float32, like the weights they update",
+               "梯度要和它们所更新的权重一样保持 float32"),
+            tr("pass scale as a float32 (np.float32(1) / np.float32(global_batch_size)) to "
+               "model.gradients, and do not multiply its result by a Python or float64 number",
+               "把 scale 以 float32 传给 model.gradients（np.float32(1) / "
+               "np.float32(global_batch_size)），不要再用 Python 或 float64 的数去乘它的结果"))
 
 
 def check_replica_step_alone(ex) -> str:
@@ -268,18 +329,19 @@ def check_replica_step_alone(ex) -> str:
     if not isinstance(grads, dict) or set(grads) != set(want_grads):
         raise CheckFailed(f"replica_step returned gradients {_short(grads)}; expected a dict "
                           f"with the weights' names {sorted(want_grads)}",
-                          "return (loss, grads) with grads = model.gradients(weights, x, y, "
-                          "scale)")
+                          tr("return (loss, grads) with grads = model.gradients(weights, x, y, "
+                             "scale)", "返回 (loss, grads)，其中 grads = model.gradients(weights, x, y, scale)"))
     if not np.isclose(float(np.asarray(loss)), float(want_loss), rtol=1e-5):
         raise CheckFailed(f"one replica with the whole batch of {len(x)}: loss "
                           f"{float(np.asarray(loss)):.6f}, but the mean loss is "
-                          f"{float(want_loss):.6f}", diagnose_step(ex.replica_step))
+                          f"{float(want_loss):.6f}", *diagnose_step(ex.replica_step))
     for k, g in want_grads.items():
         if np.shape(grads[k]) != g.shape or not _close(grads[k], g):
             raise CheckFailed(f"one replica with the whole batch of {len(x)}: gradient "
                               f"{k!r} differs from the gradient of the mean loss",
-                              diagnose_step(ex.replica_step))
-    return f"loss {float(loss):.6f} and gradients of the mean, on one replica"
+                              *diagnose_step(ex.replica_step))
+    verify_float32(loss, grads, f"one replica with the whole batch of {len(x)}")
+    return f"loss {float(loss):.6f} and gradients of the mean (float32), on one replica"
 
 
 def check_training(ex) -> str:
@@ -289,7 +351,7 @@ def check_training(ex) -> str:
         verify_split(ex.split_batch)
     except CheckFailed as failed:
         raise CheckFailed("this check feeds the replicas with your split_batch, which is not "
-                          f"right yet: {failed.message}", failed.hint) from None
+                          f"right yet: {failed.message}", failed.hint, failed.detail) from None
     want_losses, want_weights, _ = reference_run()
     for name in STRATEGIES:
         if name == "default strategy":
@@ -300,13 +362,16 @@ def check_training(ex) -> str:
             raise CheckFailed(
                 f"{name}: your replica_step raised {failed} on a replica batch of "
                 f"{failed.size} example(s) (global batch {failed.global_batch})",
-                diagnose_step(ex.replica_step) if failed.size == 0 else
-                "fix the error, then run the check again") from None
+                *(diagnose_step(ex.replica_step) if failed.size == 0 else
+                  (tr("fix the error, then run the check again", "修正这个错误，然后再运行检查"), ""))
+                ) from None
         for k, copy_list in copies.items():
             if any(not np.array_equal(c, copy_list[0]) for c in copy_list):
                 raise CheckFailed(f"{name}: the copies of variable {k!r} differ between "
-                                  "replicas", "every replica must get the same all-reduced "
-                                  "gradient: return the gradients from replica_step unchanged")
+                                  "replicas", tr("every replica must get the same all-reduced gradient",
+                                                 "每个副本必须得到同一个 all-reduce 之后的梯度"),
+                                  tr("return the gradients from replica_step unchanged: do not apply them "
+                                     "yourself", "replica_step 原样返回梯度，不要自己去应用它们"))
         diff = max(float(np.max(np.abs(weights[k] - want_weights[k]))) for k in want_weights)
         bad_loss = next((i for i, (a, b) in enumerate(zip(losses, want_losses))
                          if not np.isclose(a, b, rtol=1e-4, atol=1e-6)), None)
@@ -316,7 +381,7 @@ def check_training(ex) -> str:
                       if bad_loss is not None else "")
             raise CheckFailed(f"{name}: {detail}after {len(BATCH_SIZES)} steps the weights "
                               f"differ from the default strategy's by up to {diff:.3g} "
-                              f"(tolerance {TOLERANCE:g})", diagnose_step(ex.replica_step))
+                              f"(tolerance {TOLERANCE:g})", *diagnose_step(ex.replica_step))
     return (f"OneDevice, Mirrored with 1-4 replicas and CentralStorage end within "
             f"{TOLERANCE:g} of one device, global batches {', '.join(map(str, BATCH_SIZES))}")
 
@@ -336,23 +401,41 @@ MAKERS = {
     "central_storage": lambda ctx, p: CentralStorageStrategy(ctx, range(p)),
 }
 
-#: (strategy, replicas, hint)
+#: (strategy, replicas, hint, detail); hierarchical copy on an even and an odd count
 SCENARIOS = (
-    ("one_device", 1, "one device has nobody to exchange gradients with"),
+    ("one_device", 1, tr("one device has nobody to exchange gradients with",
+                         "只有一个设备，没有人可以交换梯度"), ""),
     ("reduction_to_one", 4,
-     ("count the messages: p - 1 gradients go to device 0, then p - 1 copies of the sum come "
-      "back from it; each message is the whole gradient")),
-    ("nccl", 4,
-     "a ring all-reduce: each device sends 2(p - 1) chunks of n / p (lesson 01)"),
-    ("nccl", 8,
-     ("a ring all-reduce: each device sends 2(p - 1) chunks of n / p; the total is "
-      "p times that")),
+     tr("count the messages: to device 0, then back from it",
+        "数一数消息：先发往设备 0，再从它发回"),
+     tr("p - 1 gradients go to device 0, then p - 1 copies of the sum come back from it; "
+        "each message is the whole gradient",
+        "p - 1 份梯度发往设备 0，然后 p - 1 份和从它发回；每条消息都是完整的梯度")),
+    ("nccl", 4, tr("a ring all-reduce (lesson 01)", "环形 all-reduce（第 01 课）"),
+     tr("each device sends 2(p - 1) chunks of n / p", "每个设备发送 2(p - 1) 个大小为 n / p 的块")),
+    ("nccl", 8, tr("a ring all-reduce (lesson 01)", "环形 all-reduce（第 01 课）"),
+     tr("each device sends 2(p - 1) chunks of n / p; the total is p times that",
+        "每个设备发送 2(p - 1) 个大小为 n / p 的块；总量是它的 p 倍")),
     ("hierarchical_copy", 8,
-     ("two halves of 4 devices: 3 gradients to each leader, a ring of the 2 leaders (each "
-      "sends 2 chunks of n / 2), then each leader sends the sum to its 3 other devices")),
+     tr("two halves, a leader each: reduce in the half, all-reduce the leaders, copy back",
+        "分成两半，各有一个组长：半组内归约，组长之间 all-reduce，再复制回去"),
+     tr("two halves of 4 devices: 3 gradients to each leader, a ring of the 2 leaders (each "
+        "sends 2 chunks of n / 2), then each leader sends the sum to its 3 other devices",
+        "两个半组各 4 个设备：每个组长收到 3 份梯度，两个组长组成的环（各发送 2 个 n / 2 的块），"
+        "然后每个组长把和发给本组另外 3 个设备")),
+    ("hierarchical_copy", 5,
+     tr("with an odd count the halves differ: the first half is the larger one",
+        "设备数为奇数时两个半组不一样大：第一个半组更大"),
+     tr("the first ceil(p / 2) = 3 devices and the other 2: the busiest leader is the one "
+        "of the larger half (floor(p / 2) gives the smaller half's)",
+        "前 ceil(p / 2) = 3 个设备和剩下的 2 个：最忙的是较大半组的组长（floor(p / 2) 算出的是"
+        "较小半组的）")),
     ("central_storage", 4,
-     ("the host sends the variables (n bytes) to every device, and every device sends its "
-      "gradient (n bytes) to the host; nothing is sent back after the update")),
+     tr("the variables live on the host: count what goes out to the GPUs and what comes back",
+        "变量放在主机上：数一数发往各 GPU 的和发回来的"),
+     tr("the host sends the variables (n bytes) to every device, and every device sends its "
+        "gradient (n bytes) to the host; nothing is sent back after the update",
+        "主机把变量（n 字节）发给每个设备，每个设备把梯度（n 字节）发回主机；更新之后不再发回任何东西")),
 )
 
 
@@ -387,12 +470,13 @@ def _near(got, want) -> bool:
 
 
 def check_bytes(scenario, ex) -> str:
-    strategy, replicas, hint = scenario
+    strategy, replicas, hint, detail = scenario
     answer = ex.predict_step_bytes(strategy, replicas, NBYTES)
     if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
         raise CheckFailed(f"predict_step_bytes returned {_short(answer)}; expected a pair "
                           "(total bytes, bytes sent by the busiest device)",
-                          "return two numbers: return total, busiest")
+                          tr("return two numbers: return total, busiest",
+                             "返回两个数：return total, busiest"))
     total, busiest = (float(v) for v in answer)
     want_total, want_busiest = measure_step_bytes(strategy, replicas)
     case = f"{strategy}, {replicas} replica(s), gradient of {format_bytes(NBYTES)}"
@@ -403,7 +487,7 @@ def check_bytes(scenario, ex) -> str:
                                  ("busiest", _near(busiest, want_busiest))) if not ok]
         raise CheckFailed(f"{case}: you predicted {total:,.0f} B in total and {busiest:,.0f} B "
                           f"from the busiest sender ({' and '.join(wrong)} off); {measured}",
-                          hint)
+                                            hint, detail)
     return f"{format_bytes(want_total)} in total, {format_bytes(want_busiest)} busiest"
 
 
@@ -411,14 +495,17 @@ def check_bytes(scenario, ex) -> str:
 
 CHECKS = [
     Check("split", "split_batch",
-          "split_batch: TF's per-replica sizes (ceil(B/N) each until the batch runs out)",
+          tr("split_batch: TF's per-replica sizes (ceil(B/N) each until the batch runs out)",
+             "split_batch：TF 的每副本大小（每个 ceil(B/N)，直到批次用完）"),
           check_split),
     Check("step_one_replica", "replica_step",
-          "replica_step: one replica with the whole batch gets its mean loss and gradient",
+          tr("replica_step: one replica with the whole batch gets its mean loss and gradient "
+             "(float32)", "replica_step：持有整个批次的单个副本得到平均损失及其梯度（float32）"),
           check_replica_step_alone),
     Check("step_parity", "replica_step",
-          "replica_step: OneDevice, Mirrored (1-4 replicas), CentralStorage train like one "
-          "device", check_training),
+          tr("replica_step: OneDevice, Mirrored (1-4 replicas), CentralStorage train like one "
+             "device", "replica_step：OneDevice、Mirrored（1-4 个副本）、CentralStorage 的训练结果"
+                       "与单设备相同"), check_training),
 ] + [
     Check(f"bytes_{i + 1}", "predict_step_bytes", scenario_title(*s[:2]),
           functools.partial(check_bytes, s))

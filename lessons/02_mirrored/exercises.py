@@ -2,8 +2,8 @@
 
 Replace each ``raise NotImplementedError(...)`` with your code, then check it:
 
+    simdist lesson start 02       # once: copies this file to my_exercises/
     simdist check 02              # all checks of this lesson, with hints
-    simdist check 02 --solution   # the reference solution (solution.py)
 
 The notebook notebooks/02_mirrored.ipynb explains everything these exercises need.
 """
@@ -14,7 +14,7 @@ from simdist.distribute import compute_average_loss  # noqa: F401
 
 
 def split_batch(x, y, num_replicas):
-    """Exercise 1: cut one global batch into per-replica batches, as TensorFlow does.
+    """Exercise 1 (★): cut one global batch into per-replica batches, as TensorFlow does.
 
     ``x`` and ``y`` are numpy arrays with the same first dimension B (the global batch).
     Return a list of ``num_replicas`` pairs ``(x_r, y_r)``, replica 0 first, that
@@ -35,7 +35,7 @@ def split_batch(x, y, num_replicas):
 
 
 def replica_step(model, weights, x, y, global_batch_size):
-    """Exercise 2: one replica's loss and gradients, scaled so that replicas add up right.
+    """Exercise 2 (★★): one replica's loss and gradients, scaled so that replicas add up right.
 
     ``model`` is a simdist model (``simdist.models``): ``model.per_example_loss(weights, x,
     y)`` is the loss of every example of this replica's batch (a numpy array, possibly of
@@ -43,10 +43,10 @@ def replica_step(model, weights, x, y, global_batch_size):
     sum(per-example losses)`` (a dict like ``weights``). ``global_batch_size`` is the number
     of examples in the whole global batch of this step (over every replica).
 
-    Return ``(loss, grads)``: this replica's share of the step's loss (a float32 scalar) and
-    its share of the gradient. The strategy then SUMs ``grads`` over the replicas
-    (``batch_reduce_to(ReduceOp.SUM, ...)``) and applies ``w - lr * summed``, and SUMs the
-    losses for the report: with any number of replicas, however unevenly the batch was
+    Return ``(loss, grads)``: this replica's share of the step's loss (a float32 scalar, as
+    TF's float32 variables give) and its share of the gradient (float32 arrays). The strategy
+    then SUMs ``grads`` over the replicas (``batch_reduce_to(ReduceOp.SUM, ...)``) and applies
+    ``w - lr * summed``, and SUMs the losses for the report: with any number of replicas, however unevenly the batch was
     split, the summed loss must be the global batch's mean loss and the summed gradient the
     gradient of that mean, exactly what one device computes on the whole batch.
 
@@ -58,7 +58,7 @@ def replica_step(model, weights, x, y, global_batch_size):
 
 
 def predict_step_bytes(strategy, replicas, nbytes):
-    """Exercise 3: how many bytes of gradients and variables move in one training step?
+    """Exercise 3 (★★): how many bytes of gradients and variables move in one training step?
 
     One machine runs ``replicas`` replicas (GPUs); the model's gradient is ``nbytes`` bytes
     (float32, the same size as the variables), packed into one buffer. ``strategy`` is one of:

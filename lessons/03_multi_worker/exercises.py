@@ -2,6 +2,7 @@
 
 Replace each ``raise NotImplementedError(...)`` with your code, then check it:
 
+    simdist lesson start 03       # once: copies this file to my_exercises/
     simdist check 03              # all checks of this lesson, with hints
     mpiexec -n 3 python -m mpi4py lessons/03_multi_worker/mwms_mpi.py   # your TF_CONFIGs, 3 ranks
 
@@ -17,7 +18,7 @@ from simdist.collectives import formulas  # noqa: F401
 
 
 def tf_configs(addresses):
-    """Exercise 1: the TF_CONFIG of every task of a MultiWorkerMirroredStrategy cluster.
+    """Exercise 1 (★): the TF_CONFIG of every task of a MultiWorkerMirroredStrategy cluster.
 
     ``addresses`` lists the "host:port" of every worker, worker 0 first (for example
     ["10.0.0.1:2222", "10.0.0.2:2222", "10.0.0.3:2222"]). Return a list with one JSON
@@ -31,18 +32,19 @@ def tf_configs(addresses):
 
 
 def is_chief(tf_config):
-    """Exercise 2: is the task described by this TF_CONFIG (a JSON string) the chief?
+    """Exercise 2 (★★): is the task described by this TF_CONFIG (a JSON string) the chief?
 
     The chief is the task that saves checkpoints and writes summaries for the whole cluster.
-    TensorFlow's rule: the task of the "chief" job if the cluster has one (older clusters
-    call it "master"); otherwise worker 0. An evaluator, which trains nothing, is a chief of
-    its own. Return True or False.
+    Return True or False as TensorFlow 2.21's tf.distribute decides (section 1 of the lesson):
+    mind the evaluator, a task index written as a string, and a cluster with a "master" job
+    (Estimator's and Kubeflow TFJob's name for the chief), which tf.distribute refuses with a
+    ValueError: raise one too.
     """
     raise NotImplementedError("exercise is_chief: apply the chief rule to this TF_CONFIG")
 
 
 def predict_step_ns(workers, hw, model, global_batch):
-    """Exercise 3: the simulated time of one training step on ``workers`` workers, in ns.
+    """Exercise 3 (★★★): the simulated time of one training step on ``workers`` workers, in ns.
 
     Each worker is a machine with one device (one replica), so MultiWorkerMirroredStrategy
     has ``workers`` replicas; the workers are joined by the network ``hw.network`` (latency
@@ -64,6 +66,7 @@ def predict_step_ns(workers, hw, model, global_batch):
     4. ``strategy.reduce(SUM, loss)``: another ring all-reduce, of one float32 (4 bytes).
 
     With one worker there is nothing to all-reduce. The check compares your prediction with
-    the simulator for 1 to 4 workers on 10 GbE and on 100 GbE and accepts it within 2%.
+    the simulator for 1 to 4 workers on 10 GbE and on 100 GbE, and for a global batch of 6
+    over 4 workers, and accepts it within 2%.
     """
     raise NotImplementedError("exercise predict_step_ns: add up the parts of one step")

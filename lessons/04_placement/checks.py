@@ -11,7 +11,9 @@ from types import SimpleNamespace
 import numpy as np
 
 import simdist.graph as sim
-from simdist.lessons import Check, CheckFailed
+from simdist.lessons import Check, CheckFailed, tr
+
+DIFFICULTY = {"split_devices": 1, "predict_placement": 2, "ordered_sum": 1, "gpu_plan": 2}
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 QUIZ_OPS = ("a", "b", "c", "v", "d", "e")
@@ -54,7 +56,10 @@ def _split_graph(module, variable_device, compute_device):
     fn = module.split_devices(variable_device, compute_device)
     if not callable(fn):
         raise CheckFailed(f"split_devices returned {fn!r}, not a function",
-                          "return a function that takes an op and returns a device string")
+                          tr("return a function that takes an op and returns a device string",
+                             "返回一个函数：参数是 op，返回设备字符串"),
+                          tr("def device_fn(op): ...; return device_fn",
+                             "def device_fn(op): ...; return device_fn"))
     graph = sim.Graph()
     with graph.as_default(), sim.device(fn):
         w = sim.Variable(np.ones((4, 4), np.float32), name="w")
@@ -71,13 +76,17 @@ def check_variables_half(module):
     where, _ = _split_graph(module, "/cpu:0", "/gpu:0")
     if where["w"] != LOCAL + "CPU:0":
         raise CheckFailed(f"variable w was placed on {where['w']}, expected {LOCAL}CPU:0",
-                          "return variable_device when op.type is 'VariableV2' or "
-                          "'VarHandleOp'")
+                          tr("the function sees every op: tell the variables by their op type",
+                             "这个函数会看到每一个 op：按 op 的类型认出变量"),
+                          tr("return variable_device when op.type is 'VariableV2' or 'VarHandleOp'",
+                             "当 op.type 是 'VariableV2' 或 'VarHandleOp' 时返回 variable_device"))
     fake = SimpleNamespace(type="VarHandleOp", name="r", device="")
     got = module.split_devices("/cpu:0", "/gpu:0")(fake)
     if got != "/cpu:0":
         raise CheckFailed(f"a resource variable (op type VarHandleOp) got {got!r}, expected "
-                          "'/cpu:0'", "real TF 2 makes resource variables: VarHandleOp ops")
+                          "'/cpu:0'", tr("real TF 2 makes resource variables", "真实的 TF 2 创建的是资源变量"),
+                          tr("their op type is VarHandleOp, not VariableV2: accept both",
+                             "它们的 op 类型是 VarHandleOp 而不是 VariableV2：两种都要认"))
     return "variables go to the CPU (VariableV2 and VarHandleOp)"
 
 
@@ -86,9 +95,12 @@ def check_compute_half(module):
     wrong = {n: where[n] for n in ("x", "y") if where[n] != LOCAL + "GPU:0"}
     if wrong:
         raise CheckFailed(f"ops {wrong} should be on {LOCAL}GPU:0",
-                          "every op that is not a variable goes to compute_device")
+                          tr("every op that is not a variable goes to compute_device",
+                             "不是变量的 op 都放到 compute_device"))
     if not np.allclose(value, 4.0):
-        raise CheckFailed(f"y = x @ w gave {value.tolist()}, expected 4.0 everywhere")
+        raise CheckFailed(f"y = x @ w gave {value.tolist()}, expected 4.0 everywhere",
+                          tr("the device function must not change what the ops compute",
+                             "设备函数不能改变 op 的计算结果"))
     return "the other ops go to the GPU, and the values are right"
 
 
@@ -98,18 +110,46 @@ def check_compute_half(module):
 def check_prediction(module):
     predicted = module.predict_placement()
     if not isinstance(predicted, dict):
-        raise CheckFailed(f"predict_placement returned {predicted!r}, expected a dict")
+        raise CheckFailed(f"predict_placement returned {predicted!r}, expected a dict",
+                          tr("return {op name: full device name}", "返回 {op 名称: 完整设备名}"))
     actual = quiz_placement()
     missing = [n for n in QUIZ_OPS if n not in predicted]
     if missing:
-        raise CheckFailed(f"no prediction for {missing}", "predict every op of QUIZ_OPS")
+        raise CheckFailed(f"no prediction for {missing}",
+                          tr("predict every op of QUIZ_OPS", "为 QUIZ_OPS 中的每个 op 给出预测"))
     wrong = {n: (predicted[n], actual[n]) for n in QUIZ_OPS if predicted[n] != actual[n]}
     if wrong:
         lines = [f"{n}: you said {p}, the placer chose {a}" for n, (p, a) in wrong.items()]
-        raise CheckFailed("\n".join(lines),
-                          "inner scopes win field by field; a device function sees every op; "
-                          "a device that does not exist falls back with soft placement")
+        raise CheckFailed("\n".join(lines), *_quiz_hint(wrong))
     return f"all {len(QUIZ_OPS)} predictions match the placer"
+
+
+def _quiz_hint(wrong: dict) -> tuple:
+    first = next(iter(wrong))
+    ideas = {
+        "b": (tr("an inner scope overrides only the fields it names",
+                 "内层作用域只覆盖它写出的字段"),
+              tr("/job:localhost inside /cpu:1 keeps the device field /cpu:1",
+                 "在 /cpu:1 里面写 /job:localhost，设备字段仍然是 /cpu:1")),
+        "c": (tr("outside every scope the placer picks the default device",
+                 "在所有作用域之外，放置器选择默认设备"),
+              tr("no GPU here: the default is CPU:0", "这里没有 GPU：默认是 CPU:0")),
+        "v": (tr("a device function sees every op created inside it, variables too",
+                 "设备函数会看到在其中创建的每个 op，包括变量"), ""),
+        "d": (tr("a device function sees every op created inside it, not only variables",
+                 "设备函数会看到在其中创建的每个 op，而不只是变量"),
+              tr("read variables_on_cpu1 again: what does it return for an Add?",
+                 "再读一遍 variables_on_cpu1：它对 Add 返回什么？")),
+        "e": (tr("the machine has no GPU, and soft placement is on",
+                 "机器上没有 GPU，并且开启了软放置"),
+              tr("soft placement moves the op to the CPU, device 0",
+                 "软放置会把 op 移到 CPU 的 0 号设备")),
+    }
+    return ideas.get(first, (tr("inner scopes win field by field; a device function sees every "
+                                "op; a device that does not exist falls back with soft "
+                                "placement",
+                                "内层作用域逐字段覆盖；设备函数看到每个 op；不存在的设备在软放置下回退"),
+                             ""))
 
 
 # -- exercise 3 ------------------------------------------------------------------------------
@@ -124,53 +164,114 @@ def check_ordering(module):
     controls = {c.name for c in big.op.control_inputs}
     if not {p.op.name, q.op.name} <= controls:
         raise CheckFailed(f"big's control inputs are {sorted(controls)}: expected p and q",
-                          "create big inside `with tf.control_dependencies([p, q]):`")
+                          tr("an order without a data edge is a control dependency",
+                             "没有数据边的先后顺序就是控制依赖"),
+                          tr("create big inside `with tf.control_dependencies([p, q]):`",
+                             "在 `with tf.control_dependencies([p, q]):` 之内创建 big"))
     if {t.op for t in big.op.inputs} & {p.op, q.op}:
-        raise CheckFailed("big uses the value of p or q", "big must stay x @ x")
+        raise CheckFailed("big uses the value of p or q",
+                          tr("big must stay x @ x", "big 必须仍然是 x @ x"))
     with sim.Session(graph=graph) as sess:
         pv, qv, bv = sess.run([p, q, big])
         spans = {s.name: s for s in sess.last_trace.spans}
     if not (np.isclose(pv, xa.sum()) and np.isclose(qv, xa.mean()) and np.allclose(bv, xa @ xa)):
-        raise CheckFailed("wrong values: expected p = sum(x), q = mean(x), big = x @ x")
+        raise CheckFailed("wrong values: expected p = sum(x), q = mean(x), big = x @ x",
+                          tr("reduce_sum, reduce_mean and matmul of x", "对 x 做 reduce_sum、reduce_mean 和 matmul"))
     first = max(spans[p.op.name].end, spans[q.op.name].end)
     if spans[big.op.name].start < first:
         raise CheckFailed(f"big started at {spans[big.op.name].start} ns, before p and q "
-                          f"finished ({first} ns)")
+                          f"finished ({first} ns)",
+                          tr("big must wait for p and q", "big 必须等待 p 和 q"))
     return f"big starts at {spans[big.op.name].start} ns, after p and q"
 
 
 # -- exercise 4 ------------------------------------------------------------------------------
 
+#: the processes of exercise 4, in the order they start, and the share of one GPU each needs
+GPU_NEEDS = {"trainer0": 0.6, "trainer1": 0.6, "evaluator": 0.25}
+GPUS = 2
 
-def check_sharing(module):
-    config = module.sharing_config(sim)
-    if not isinstance(config, sim.ConfigProto):
-        raise CheckFailed(f"sharing_config returned {config!r}, expected a tf.ConfigProto")
-    machine = sim.Machine(gpus=1)
+
+def _plan_hint_cap(name) -> tuple:
+    return (tr(f"{name} is not capped: a process that can grow takes what the others need",
+               f"{name} 没有上限：可以增长的进程会占用其他进程需要的显存"),
+            tr("allow_growth alone lets a process grow to the whole GPU; "
+               "per_process_gpu_memory_fraction is the cap (with or without allow_growth)",
+               "单独的 allow_growth 允许进程增长到整块 GPU；per_process_gpu_memory_fraction 才是"
+               "上限（可与 allow_growth 同用）"))
+
+
+def check_gpu_plan(module):
+    plan = module.gpu_plan(sim)
+    if not isinstance(plan, dict) or set(plan) != set(GPU_NEEDS):
+        raise CheckFailed(f"gpu_plan returned {plan!r:.120}; expected a dict with the keys "
+                          f"{sorted(GPU_NEEDS)}",
+                          tr("one ConfigProto per process", "每个进程一个 ConfigProto"))
+    machine = sim.Machine(gpus=GPUS)
     total = machine.gpu_profile.memory
+    sessions, caps = {}, {g: 0.0 for g in range(GPUS)}
     try:
-        first = sim.Session(config=config, machine=machine)
-        taken = total - machine.gpu_free[0]
-        second = sim.Session(config=config, machine=machine)
-    except sim.errors.ResourceExhaustedError as error:
-        raise CheckFailed(f"the second process could not start: {str(error)[:160]}",
-                          "by default a process takes all of the GPU: set "
-                          "gpu_options.per_process_gpu_memory_fraction") from None
-    first.close(), second.close()
-    if taken > 0.4 * total:
-        raise CheckFailed(f"one process took {taken / total:.0%} of the GPU up front, expected "
-                          "at most 40%")
-    return f"two processes share the GPU, each took {taken / total:.0%} up front"
+        for name, need in GPU_NEEDS.items():
+            config = plan[name]
+            if not isinstance(config, sim.ConfigProto):
+                raise CheckFailed(f"{name}: {config!r:.80} is not a tf.ConfigProto",
+                                  tr("build each with tf.ConfigProto(gpu_options=...)",
+                                     "每个都用 tf.ConfigProto(gpu_options=...) 构造"))
+            try:
+                sessions[name] = sim.Session(config=config, machine=machine)
+            except sim.errors.ResourceExhaustedError as error:
+                raise CheckFailed(
+                    f"{name} could not start: {str(error)[:160]}",
+                    tr("by default a process takes all of every GPU it sees",
+                       "默认情况下，一个进程会占满它看到的每块 GPU"),
+                    tr("give each process a fraction of one GPU that leaves room for the ones "
+                       "that start after it",
+                       "给每个进程一块 GPU 的一部分，并为之后启动的进程留出空间")) from None
+            allocators = list(sessions[name].runtimes["localhost:0"].allocators.values())
+            if len(allocators) != 1:
+                raise CheckFailed(
+                    f"{name} sees {len(allocators)} GPUs; each process needs one",
+                    tr("a process holds memory on every GPU it sees",
+                       "进程会在它看到的每块 GPU 上占用显存"),
+                    tr("gpu_options.visible_device_list chooses the GPUs a process sees",
+                       "gpu_options.visible_device_list 决定进程能看到哪些 GPU"))
+            pool = allocators[0]
+            if pool.limit >= total or not config.gpu_options.per_process_gpu_memory_fraction:
+                raise CheckFailed(f"{name} can grow to the whole GPU {pool.physical}",
+                                  *_plan_hint_cap(name))
+            if pool.limit < int(need * total):
+                raise CheckFailed(
+                    f"{name} needs {need:.0%} of a GPU but is capped at "
+                    f"{pool.limit / total:.0%}",
+                    tr("the cap must hold what the process needs",
+                       "上限必须容得下进程所需的显存"), "")
+            caps[pool.physical] += pool.limit / total
+    finally:
+        for session in sessions.values():
+            session.close()
+    over = {g: c for g, c in caps.items() if c > 1.0 + 1e-9}
+    if over:
+        raise CheckFailed(f"the caps on GPU {list(over)[0]} add up to {list(over.values())[0]:.0%}",
+                          tr("caps that add up to more than a GPU can still run out",
+                             "上限加起来超过一块 GPU，仍然可能耗尽显存"), "")
+    return ("three processes start, each sees one GPU and is capped at what it needs: "
+            + ", ".join(f"GPU {g} {c:.0%}" for g, c in caps.items()))
 
 
 CHECKS = [
-    Check("split_variables", "split_devices", "split_devices: variables on the CPU",
+    Check("split_variables", "split_devices",
+          tr("split_devices: variables on the CPU", "split_devices：变量放在 CPU 上"),
           check_variables_half),
-    Check("split_compute", "split_devices", "split_devices: the other ops on the GPU",
+    Check("split_compute", "split_devices",
+          tr("split_devices: the other ops on the GPU", "split_devices：其他 op 放在 GPU 上"),
           check_compute_half),
-    Check("predict", "predict_placement", "predict_placement: the placer's choices",
+    Check("predict", "predict_placement",
+          tr("predict_placement: the placer's choices", "predict_placement：放置器的选择"),
           check_prediction),
-    Check("ordering", "ordered_sum", "ordered_sum: big waits for p and q", check_ordering),
-    Check("sharing", "sharing_config", "sharing_config: two processes on one GPU",
-          check_sharing),
+    Check("ordering", "ordered_sum",
+          tr("ordered_sum: big waits for p and q", "ordered_sum：big 等待 p 和 q"),
+          check_ordering),
+    Check("gpu_plan", "gpu_plan",
+          tr("gpu_plan: two trainers and an evaluator share two GPUs, each capped",
+             "gpu_plan：两个训练进程和一个评估进程共用两块 GPU，各有上限"), check_gpu_plan),
 ]

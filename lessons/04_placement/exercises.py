@@ -1,13 +1,14 @@
 """Lesson 04, Devices and placement: your exercises.
 
-Replace each ``raise NotImplementedError(...)`` with your code, then run ``simdist check 04``
-(or the check cell of the notebook). ``tf`` is the TF module the caller passes in:
+Copy this file to your workspace once (``simdist lesson start 04``), replace each ``raise
+NotImplementedError(...)`` in the copy with your code, then run ``simdist check 04`` (or the
+check cells of the notebook). ``tf`` is the TF module the caller passes in:
 ``simdist.graph`` in the simulator, ``tf.compat.v1`` on real TensorFlow.
 """
 
 
 def split_devices(variable_device="/cpu:0", compute_device="/gpu:0"):
-    """Exercise 1: return a *device function* for ``tf.device(...)``.
+    """Exercise 1 (★): return a *device function* for ``tf.device(...)``.
 
     The function receives each op as it is created and returns a device string: put the
     variables (op types "VariableV2" for TF1 variables, "VarHandleOp" for resource variables)
@@ -17,7 +18,7 @@ def split_devices(variable_device="/cpu:0", compute_device="/gpu:0"):
 
 
 def predict_placement():
-    """Exercise 2: predict where each op of ``checks.placement_quiz`` runs.
+    """Exercise 2 (★★): predict where each op of ``checks.placement_quiz`` runs.
 
     Read ``placement_quiz`` in lessons/04_placement/checks.py (do not run it!). It runs on a
     machine with two CPU devices and no GPU, with ``allow_soft_placement=True``. Return a dict
@@ -28,13 +29,20 @@ def predict_placement():
 
 
 def ordered_sum(tf, x):
-    """Exercise 3: build p = reduce_sum(x) (name "p"), q = reduce_mean(x) (name "q") and
+    """Exercise 3 (★): build p = reduce_sum(x) (name "p"), q = reduce_mean(x) (name "q") and
     big = matmul(x, x) (name "big"), so that ``big`` (memory-hungry) starts only after p and
     q have finished, though it does not use their values. Return (p, q, big)."""
     raise NotImplementedError("exercise ordered_sum: use tf.control_dependencies")
 
 
-def sharing_config(tf):
-    """Exercise 4: return a ``tf.ConfigProto`` with which two processes can share one GPU,
-    each taking at most 40% of its memory up front."""
-    raise NotImplementedError("exercise sharing_config: set gpu_options")
+def gpu_plan(tf):
+    """Exercise 4 (★★): plan the GPU memory of three processes on one machine.
+
+    The machine has two GPUs. Three TensorFlow processes start on it, in this order: two
+    trainers, each needing 60% of one GPU's memory, and an evaluator needing 25%. Return
+    ``{"trainer0": config, "trainer1": config, "evaluator": config}``, one ``tf.ConfigProto``
+    per process, with which all three start, each sees exactly one GPU, and none can ever
+    take memory another one needs: every process is capped at a share that holds what it
+    needs, and the caps on a GPU add up to at most all of it.
+    """
+    raise NotImplementedError("exercise gpu_plan: return a ConfigProto for each process")

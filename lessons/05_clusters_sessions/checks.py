@@ -1,9 +1,10 @@
 """Lesson 05, Clusters, servers, sessions and containers: the checks of ``simdist check 05``.
 
-They run the learner's code against simulated servers (``simdist.graph``): the shared counter
-on a {ps: 1, worker: 2} cluster, replica_device_setter's choices, TF_CONFIG launching and
-container resets. tests/test_lessons_tf1.py runs the counter and the ps assignment on real
-TensorFlow too and finds the same numbers.
+They run the learner's code against simulated servers (``simdist.graph``): a story of counter
+clients on a {ps: 1, worker: 2} cluster whose values the learner predicts,
+replica_device_setter's choices, TF_CONFIG launching and an experiment that must start fresh
+and clean up after itself. tests/test_lessons_tf1.py runs the counter story and the ps
+assignment on real TensorFlow too and finds the same numbers.
 """
 
 import json
@@ -12,7 +13,11 @@ import numpy as np
 
 import simdist.graph as sim
 from simdist.cluster import ClusterSpec
-from simdist.lessons import Check, CheckFailed
+from simdist.graph.runtime import DEFAULT_CONTAINER
+from simdist.lessons import Check, CheckFailed, tr
+
+DIFFICULTY = {"predict_counters": 2, "predict_ps_tasks": 1, "server_from_tf_config": 1,
+              "fresh_experiment": 2}
 
 CLUSTER = {"ps": 1, "worker": 2}
 
@@ -25,51 +30,113 @@ def _servers(cluster=CLUSTER):
 
 # -- exercise 1 ------------------------------------------------------------------------------
 
+#: the clients of exercise 1, one after the other: (name, session target, the counter's
+#: device, its container, whether the client initializes it, how many increments)
+STORY = (
+    ("A", "worker:0", "/job:ps/task:0", "", True, 2),
+    ("B", "worker:1", "/job:ps/task:0", "", False, 3),
+    ("C", "local", None, "", True, 2),
+    ("D", "worker:0", "/job:ps/task:0", "trial", True, 1),
+    ("E", "worker:1", "/job:worker/task:1", "", True, 2),
+    ("F", "worker:0", "/job:ps/task:0", "", False, 1),
+    ("G", "worker:1", "/job:ps/task:0", "", True, 1),
+    ("H", "worker:0", "/job:ps/task:0", "trial", False, 2),
+)
 
-def check_shared(module):
+
+def counter_story(tf, targets, story):
+    """Run the clients of ``story`` one after the other; {client: the values it saw}.
+    ``targets``: {"worker:0": target, "worker:1": target, "local": ""}. The same source runs
+    with simdist.graph and with real TF (``real_counter_story``)."""
+    seen = {}
+    for name, where, device, container, initialize, increments in story:
+        graph = tf.Graph()
+        with graph.as_default():
+            with tf.container(container), tf.device(device):
+                counter = tf.Variable(0, name="counter")
+                increment = tf.assign_add(counter, 1)
+        with tf.Session(targets[where], graph=graph) as sess:
+            if initialize:
+                sess.run(counter.initializer)
+            seen[name] = [int(sess.run(increment)) for _ in range(increments)]
+    return seen
+
+
+def sim_counter_story(story=STORY) -> dict:
     servers = _servers()
     try:
-        first = module.counter_client(sim, servers["worker:0"].target, 0, True, 3)
-        second = module.counter_client(sim, servers["worker:1"].target, 1, False, 2)
-        ps = servers["ps:0"].runtime.resources
-        stored = ps.lookup(("", "counter"))
+        return counter_story(sim, {"worker:0": servers["worker:0"].target,
+                                   "worker:1": servers["worker:1"].target, "local": ""}, story)
     finally:
         sim.stop_all_servers()
-    if [first, second] != [[1, 2, 3], [4, 5]]:
-        hint = ("only the first client initializes: the second one shares its variable"
-                if second[:1] == [1] else "both clients must name the variable 'counter' and "
-                "put it on /job:ps/task:0, so that they share it")
-        raise CheckFailed(f"client 0 saw {first} and client 1 saw {second}; expected [1, 2, 3] "
-                          "then [4, 5]", hint)
-    if stored is None or int(stored) != 5:
-        raise CheckFailed(f"the ps task holds counter = {stored}, expected 5",
-                          "put the variable on /job:ps/task:0")
-    return "two clients share the counter on the ps: [1, 2, 3] then [4, 5]"
 
 
-def check_local(module):
-    servers = _servers()
-    try:
-        module.counter_client(sim, servers["worker:0"].target, 0, True, 2)
-        local = module.counter_client(sim, "", 0, True, 3, device=None)
-    finally:
-        sim.stop_all_servers()
-    if local != [1, 2, 3]:
-        raise CheckFailed(f"a local session saw {local}, expected [1, 2, 3]",
-                          "with device=None, give the ops no device at all")
-    return "a local session keeps its own counter"
+def real_counter_story(story=STORY, timeout: float = 120) -> dict:
+    """The same story on real TF: a {ps: 1, worker: 2} cluster of real servers on free
+    loopback ports, in a private network, and the clients in the same process."""
+    from realdist.loopback import PrivateNetwork
+    from realdist.tf1 import free_port, program_source, run_python
+
+    cluster = {"ps": [f"127.0.0.1:{free_port()}"],
+               "worker": [f"127.0.0.1:{free_port()}" for _ in range(2)]}
+    code = program_source(counter_story) + f"""
+cluster = tf1.train.ClusterSpec({cluster!r})
+config = tf1.ConfigProto(inter_op_parallelism_threads=4)
+servers = {{f"{{job}}:{{i}}": tf1.train.Server(cluster, job, i, config=config)
+           for job in cluster.jobs for i in range(cluster.num_tasks(job))}}
+targets = {{"worker:0": servers["worker:0"].target, "worker:1": servers["worker:1"].target,
+           "local": ""}}
+emit("seen", counter_story(tf1, targets, {list(story)!r}))
+"""
+    with PrivateNetwork() as net:
+        return run_python(code, timeout, net.preexec_fn())[0]["seen"]
 
 
-def check_uninitialized(module):
-    servers = _servers()
-    try:
-        module.counter_client(sim, servers["worker:0"].target, 0, False, 1)
-    except sim.errors.FailedPreconditionError:
-        return "incrementing before anyone initialized is a FailedPreconditionError"
-    finally:
-        sim.stop_all_servers()
-    raise CheckFailed("with initialize=False on a fresh cluster the increment ran",
-                      "run counter.initializer only when initialize is True")
+def _story_hint(name: str) -> tuple:
+    _, where, device, container, initialize, _ = next(c for c in STORY if c[0] == name)
+    if where == "local":
+        return (tr("a local session has containers of its own",
+                   "本地会话有它自己的容器"),
+                tr("tf.Session() with no target runs in this process: its counter is a new "
+                   "variable, whatever the cluster holds",
+                   "不带 target 的 tf.Session() 在本进程内运行：它的 counter 是一个新变量，"
+                   "与集群里保存的无关"))
+    if container:
+        return (tr("a container is a separate namespace on the task",
+                   "容器是任务上一个独立的命名空间"),
+                tr(f"\"counter\" in container \"{container}\" is a different variable from "
+                   "\"counter\" in the default container, even on the same ps",
+                   f"容器 \"{container}\" 中的 \"counter\" 与默认容器中的 \"counter\" 是两个不同"
+                   "的变量，即使在同一个 ps 上"))
+    if device.startswith("/job:worker"):
+        return (tr("a variable lives on the task its device names",
+                   "变量存放在它的设备所指的任务上"),
+                tr("the same name on another task is another variable",
+                   "同名变量放在另一个任务上就是另一个变量"))
+    if initialize:
+        return (tr("running the initializer again resets the shared variable for everybody",
+                   "再次运行初始化器会把共享变量重置，对所有人都是如此"), "")
+    return (tr("a client that does not initialize goes on from where the last client of the "
+               "same variable left it",
+               "不做初始化的客户端从同一变量的上一个客户端停下的地方接着计数"),
+            tr("the cluster's servers keep the variable between sessions; which client last "
+               "touched this one (same task, same container, same name)?",
+               "集群的服务器在会话之间保存变量；最后一个动过这个变量（同一任务、同一容器、同一名字）"
+               "的是哪个客户端？"))
+
+
+def check_counters(module):
+    predicted = module.predict_counters()
+    actual = sim_counter_story()
+    if not isinstance(predicted, dict) or set(predicted) != set(actual):
+        raise CheckFailed(f"predict_counters returned {predicted!r:.100}; expected a dict with "
+                          f"the clients {sorted(actual)}",
+                          tr("one list of values per client", "每个客户端一个值列表"))
+    for name, values in actual.items():
+        if list(predicted[name]) != values:
+            raise CheckFailed(f"client {name}: you predicted {list(predicted[name])}, the "
+                              f"simulated cluster gives {values}", *_story_hint(name))
+    return "every client's values, as the simulator (and real TF, in the tests) gives them"
 
 
 # -- exercise 2 ------------------------------------------------------------------------------
@@ -98,8 +165,11 @@ def check_ps_tasks(module):
             raise CheckFailed(f"{strategy} over {num_ps} ps, sizes {list(sizes)} bytes: you "
                               f"predicted {list(predicted)}, replica_device_setter chose "
                               f"{actual}",
-                              "round-robin cycles 0, 1, ..., n-1; greedy picks the ps with "
-                              "the fewest bytes so far (the lowest index on a tie)")
+                              tr("round-robin ignores sizes; greedy looks at the bytes each ps holds",
+                                 "轮询不看大小；贪心看每个 ps 已经存放的字节数"),
+                              tr("round-robin cycles 0, 1, ..., n-1; greedy picks the ps with the fewest "
+                                 "bytes so far (the lowest index on a tie)",
+                                 "轮询按 0, 1, ..., n-1 循环；贪心选择目前字节数最少的 ps（相同时选编号最小的）"))
     return f"{len(PS_CASES)} variable layouts predicted right"
 
 
@@ -112,69 +182,121 @@ def check_tf_config(module):
     sim.stop_all_servers()
     try:
         for spec, job, index in ((cluster, "worker", 1), (cluster, "ps", 0),
-                                 (tfjob, "master", 0)):
+                                 (tfjob, "master", 0), (cluster, "worker", "0")):
             text = json.dumps({"cluster": spec, "task": {"type": job, "index": index}})
             server = module.server_from_tf_config(sim, text)
             if not isinstance(server, sim.Server):
                 raise CheckFailed(f"server_from_tf_config returned {server!r}, expected a "
-                                  "tf.train.Server")
-            expected = "grpc://" + spec[job][index]
-            if (server.job_name, server.task_index, server.target) != (job, index, expected):
-                raise CheckFailed(f"for task {job}:{index} you started the server of "
-                                  f"{server.job_name}:{server.task_index} at {server.target}")
+                                  "tf.train.Server",
+                                  tr("return the server you started", "返回你启动的服务器"))
+            expected = "grpc://" + spec[job][int(index)]
+            if (server.job_name, server.task_index, server.target) != (job, int(index),
+                                                                        expected):
+                raise CheckFailed(f"for task {job}:{index!r} you started the server of "
+                                  f"{server.job_name}:{server.task_index!r} at {server.target}",
+                                  tr("the \"task\" names the job and the index",
+                                     "\"task\" 给出作业名和索引"),
+                                  tr("TF's TFConfigClusterResolver reads the index with int(): "
+                                     "\"0\" is task 0",
+                                     "TF 的 TFConfigClusterResolver 用 int() 读取索引：\"0\" 就是任务 0"))
             if server.cluster != ClusterSpec(spec):
-                raise CheckFailed(f"the server's cluster is {server.cluster}, expected {spec}")
+                raise CheckFailed(f"the server's cluster is {server.cluster}, expected {spec}",
+                                  tr("pass the whole \"cluster\" to tf.train.ClusterSpec",
+                                     "把整个 \"cluster\" 传给 tf.train.ClusterSpec"))
+            sim.stop_all_servers()
     finally:
         sim.stop_all_servers()
-    return "the right server starts for worker:1, ps:0 and a TFJob master:0"
+    return ("the right server starts for worker:1, ps:0, a TFJob master:0 and an index written "
+            "\"0\"")
 
 
 # -- exercise 4 ------------------------------------------------------------------------------
 
+STEPS = 3
 
-def check_reset(module):
-    servers = _servers({"ps": 1, "worker": 1})
+
+def experiment(tf):
+    """An experiment's graph: a step counter from 0, a train op adding 1; returns (init,
+    train, value)."""
+    with tf.device("/job:ps/task:0"):
+        steps = tf.Variable(0, name="steps")
+        train = tf.assign_add(steps, 1)
+    return steps.initializer, train, steps
+
+
+def _kept(runtime_servers) -> dict:
+    """What every task still holds: {task: {container: [names]}}."""
+    return {name: {c: sorted(v) for c, v in server.runtime.resources.containers.items() if v}
+            for name, server in runtime_servers.items()}
+
+
+def check_fresh(module):
+    servers = _servers()
     target = servers["worker:0"].target
     try:
         graph = sim.Graph()
         with graph.as_default(), sim.device("/job:ps/task:0"):
-            kept = sim.Variable(np.float32(1.0), name="kept")
-            with sim.container("experiment"):
-                trial = sim.Variable(np.float32(2.0), name="trial")
-            with sim.container("other"):
-                other = sim.Variable(np.float32(3.0), name="other")
-        sess = sim.Session(target, graph=graph)
-        sess.run([kept.initializer, trial.initializer, other.initializer])
-        module.reset_experiment(sim, target)
-        sess = sim.Session(target, graph=graph)  # Session.reset closed the old one, as TF
-        for variable in (kept, other):
-            try:
-                sess.run(variable)
-            except sim.errors.FailedPreconditionError:
+            keeper = sim.Variable(np.float32(7.0), name="keeper")
+        keep = sim.Session(target, graph=graph)
+        keep.run(keeper.initializer)
+        keep.close()
+        results = []
+        for _ in range(2):
+            results.append(module.fresh_experiment(sim, servers["worker:1"].target,
+                                                   experiment, STEPS))
+            left = {task: {c: v for c, v in held.items() if c != DEFAULT_CONTAINER}
+                    for task, held in _kept(servers).items()}
+            left = {task: held for task, held in left.items() if held}
+            default = _kept(servers)["ps:0"].get(DEFAULT_CONTAINER, [])
+            if "keeper" not in default:
                 raise CheckFailed(
-                    f"reset_experiment freed more than the 'experiment' container: "
-                    f"{variable.op.name!r} (container {variable.op.container or 'default'!r}) "
-                    "is uninitialized now", "pass the list of containers to reset") from None
-        try:
-            sess.run(trial)
-        except sim.errors.FailedPreconditionError:
-            return "only the 'experiment' container was freed"
-        raise CheckFailed("the variable in container 'experiment' is still initialized",
-                          "tf.Session.reset(target, containers) frees containers")
+                    "after your experiment the variable \"keeper\" of the default container "
+                    "is gone: you freed another experiment's variables",
+                    tr("free only what your experiment created", "只释放你的实验创建的东西"),
+                    tr("put the experiment in a container of its own (tf.container) and reset "
+                       "that one: Session.reset(target, [name])",
+                       "把实验放进它自己的容器（tf.container），并只重置那一个："
+                       "Session.reset(target, [name])"))
+            if [v for v in default if v != "keeper"] or left:
+                raise CheckFailed(
+                    f"after your experiment the tasks still hold its variables: "
+                    f"{left or {'ps:0': {DEFAULT_CONTAINER: default}}}",
+                    tr("an experiment must clean up after itself: its variables stay on the "
+                       "servers until they are reset", "实验结束后要自己清理：它的变量会一直留在"
+                       "服务器上，直到被重置"),
+                    tr("create them in a container of your own and call tf.Session.reset(target, "
+                       "[that container]) at the end (the default container holds other "
+                       "experiments' variables)",
+                       "在你自己的容器里创建它们，最后调用 tf.Session.reset(target, [该容器])"
+                       "（默认容器里还有其他实验的变量）"))
+        if results != [STEPS, STEPS]:
+            raise CheckFailed(f"two runs of {STEPS} steps returned {results}, expected "
+                              f"[{STEPS}, {STEPS}]",
+                              tr("each run starts from fresh variables and returns the value "
+                                 "after its last step",
+                                 "每次运行都从全新的变量开始，并返回最后一步之后的值"),
+                              tr("read the value before you reset: Session.reset closes every "
+                                 "session on that target, as TF does (AbortedError on its next "
+                                 "run); open a new session if you need one after it",
+                                 "在重置之前读取值：Session.reset 会关闭该目标上的所有会话，与 TF "
+                                 "一样（下次 run 时抛出 AbortedError）；之后如需会话请新开一个"))
     finally:
         sim.stop_all_servers()
+    return (f"two runs start fresh ({results}), free their own container, and leave the "
+            "default one alone")
 
 
 CHECKS = [
-    Check("shared", "counter_client", "counter_client: two clients share the counter",
-          check_shared),
-    Check("local", "counter_client", "counter_client: a local session keeps its own",
-          check_local),
-    Check("uninitialized", "counter_client", "counter_client: initialize only when asked",
-          check_uninitialized),
-    Check("ps_tasks", "predict_ps_tasks", "predict_ps_tasks: round-robin and greedy",
+    Check("counters", "predict_counters",
+          tr("predict_counters: what each client of the story sees",
+             "predict_counters：故事中每个客户端看到的值"), check_counters),
+    Check("ps_tasks", "predict_ps_tasks",
+          tr("predict_ps_tasks: round-robin and greedy", "predict_ps_tasks：轮询与贪心"),
           check_ps_tasks),
-    Check("tf_config", "server_from_tf_config", "server_from_tf_config: the task's server",
+    Check("tf_config", "server_from_tf_config",
+          tr("server_from_tf_config: the task's server", "server_from_tf_config：该任务的服务器"),
           check_tf_config),
-    Check("reset", "reset_experiment", "reset_experiment: one container freed", check_reset),
+    Check("fresh", "fresh_experiment",
+          tr("fresh_experiment: starts fresh, cleans up, spares the others",
+             "fresh_experiment：从头开始、清理干净、不碰别人的变量"), check_fresh),
 ]

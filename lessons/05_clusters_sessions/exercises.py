@@ -1,25 +1,28 @@
 """Lesson 05, Clusters, servers, sessions and containers: your exercises.
 
-Replace each ``raise NotImplementedError(...)`` with your code, then run ``simdist check 05``.
+Copy this file to your workspace once (``simdist lesson start 05``), replace each ``raise
+NotImplementedError(...)`` in the copy with your code, then run ``simdist check 05``.
 ``tf`` is the TF module the caller passes in: ``simdist.graph`` in the simulator,
 ``tf.compat.v1`` on real TensorFlow.
 """
 
 
-def counter_client(tf, target, worker, initialize, increments, device="/job:ps/task:0"):
-    """Exercise 1: a client of the shared counter.
+def predict_counters():
+    """Exercise 1 (★★): predict what every client of ``checks.STORY`` sees.
 
-    In a new ``tf.Graph()``: create an int32 variable named "counter" (initial value 0) on
-    ``device``, and an op adding 1 to it (``tf.assign_add``) on ``/job:worker/task:<worker>``
-    (with ``device=None``, give no device at all: a local session). Open
-    ``tf.Session(target, graph=...)``, run the counter's initializer only if ``initialize``,
-    run the increment ``increments`` times and return the list of values it returned (ints).
+    Read ``STORY`` and ``counter_story`` in lessons/05_clusters_sessions/checks.py (do not
+    run them!). On a {ps: 1, worker: 2} cluster, eight clients run one after the other; each
+    builds a graph with an int32 variable "counter" (initial value 0) on the device and in the
+    container its line names, opens a session on its target ("local" is ``tf.Session()``
+    with no target), runs the initializer if its line says so, and increments the counter the
+    number of times given. Return ``{client: [the values its increments returned]}``, e.g.
+    ``{"A": [1, 2], ...}``.
     """
-    raise NotImplementedError("exercise counter_client: build the graph, open the session")
+    raise NotImplementedError("exercise predict_counters: return {client: [values]}")
 
 
 def predict_ps_tasks(sizes, num_ps, strategy="round_robin"):
-    """Exercise 2: predict replica_device_setter's ps task for each variable.
+    """Exercise 2 (★): predict replica_device_setter's ps task for each variable.
 
     ``sizes`` are the variables' sizes in bytes, in the order they are created under
     ``tf.device(tf.train.replica_device_setter(ps_tasks=num_ps, ps_strategy=...))``.
@@ -30,13 +33,21 @@ def predict_ps_tasks(sizes, num_ps, strategy="round_robin"):
 
 
 def server_from_tf_config(tf, tf_config):
-    """Exercise 3: ``tf_config`` is a TF_CONFIG JSON string such as
+    """Exercise 3 (★): ``tf_config`` is a TF_CONFIG JSON string such as
     '{"cluster": {"ps": [...], "worker": [...]}, "task": {"type": "worker", "index": 1}}'.
-    Start and return the ``tf.train.Server`` of the task it names."""
+    Start and return the ``tf.train.Server`` of the task it names (as TensorFlow reads a
+    TF_CONFIG: the index may also be written as a string, "1")."""
     raise NotImplementedError("exercise server_from_tf_config: parse the JSON, start the server")
 
 
-def reset_experiment(tf, target):
-    """Exercise 4: free every variable of the container named "experiment" on all the tasks
-    of the cluster that ``target`` serves, and nothing else."""
-    raise NotImplementedError("exercise reset_experiment: use tf.Session.reset")
+def fresh_experiment(tf, target, build, steps):
+    """Exercise 4 (★★): run an experiment from fresh variables and clean up after it.
+
+    ``build(tf)`` creates an experiment's variables and ops in the current graph and returns
+    ``(init, train, value)``. In a graph of your own, on the cluster that ``target`` serves:
+    initialize, run ``train`` ``steps`` times, and return ``int`` of ``value`` after the last
+    step. Other experiments keep variables on the same cluster, in the default container,
+    and must keep them; yours must be freed when you return, and a second call must start
+    from fresh variables again.
+    """
+    raise NotImplementedError("exercise fresh_experiment: run it, free what it created")

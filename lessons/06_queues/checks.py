@@ -14,7 +14,9 @@ import simdist.graph as sim
 from simdist.cluster import ClusterSpec
 from simdist.graph.clients import current_client
 from simdist.graph.input_pipeline import loader_trainer
-from simdist.lessons import Check, CheckFailed
+from simdist.lessons import Check, CheckFailed, tr
+
+DIFFICULTY = {"choose_pipeline": 2, "padded_batch_shape": 1, "aggregator": 3}
 
 # -- exercise 1 ------------------------------------------------------------------------------
 
@@ -40,33 +42,43 @@ def check_pipeline(module):
     if (not isinstance(choice, tuple) or len(choice) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in choice)):
         raise CheckFailed(f"choose_pipeline returned {choice!r}, expected a tuple of two ints "
-                          "(capacity, loader_threads)")
+                          "(capacity, loader_threads)",
+                          tr("return (capacity, loader_threads)", "返回 (capacity, loader_threads)"))
     capacity, threads = choice
     if capacity not in CAPACITIES or threads < 1:
         raise CheckFailed(f"capacity {capacity} and {threads} loader threads are out of range",
-                          f"the capacity is one of {CAPACITIES}; at least one loader thread")
+                          tr(f"the capacity is one of {CAPACITIES}; at least one loader thread",
+                             f"容量取 {CAPACITIES} 之一；至少一个加载线程"))
     mine = starved(capacity, threads)
     if mine >= STARVED_AT_MOST:
         raise CheckFailed(f"with capacity {capacity} and {threads} loader thread(s) the "
                           f"trainer is starved {mine:.1%} of the time (at most "
                           f"{STARVED_AT_MOST:.0%} wanted)",
-                          "a reader waits on I/O, not on a CPU: each extra enqueue thread adds "
-                          "a read in flight, and a bigger queue carries the trainer through a "
-                          "stall; run starvation_sweep with the exercise's options")
+                          tr("a reader waits on I/O, not on a CPU: each extra enqueue thread adds a "
+                             "read in flight, and a bigger queue carries the trainer through a stall",
+                             "读取线程等待的是 I/O 而不是 CPU：每多一个入队线程就多一个进行中的读取，"
+                             "更大的队列能让训练者挺过一次停顿"),
+                          tr("run starvation_sweep with the exercise's options (batch=2, steps=40) and "
+                             "read the table: threads first, then capacity",
+                             "用练习的参数（batch=2, steps=40）运行 starvation_sweep 并读表：先定线程数，"
+                             "再定容量"))
     if threads > 1:
         fewer = starved(MAX_CAPACITY, threads - 1)
         if fewer < STARVED_AT_MOST:
             raise CheckFailed(f"{threads - 1} loader thread(s) with capacity {MAX_CAPACITY} "
                               f"starve the trainer only {fewer:.1%}: you used a thread too many",
-                              "threads first: find the fewest threads that do it")
+                              tr("threads first: find the fewest threads that do it",
+                                 "先定线程：找出能做到的最少线程数"))
     if capacity > CAPACITIES[0]:
         smaller = starved(capacity // 2, threads)
         if smaller < STARVED_AT_MOST:
             raise CheckFailed(f"capacity {capacity // 2} with {threads} loader thread(s) "
                               f"starves the trainer only {smaller:.1%}: a smaller queue does "
                               "it too",
-                              "a bigger queue absorbs stalls but adds no throughput: once the "
-                              "readers keep up on average, how much queue does a stall need?")
+                              tr("a bigger queue absorbs stalls but adds no throughput",
+                                 "更大的队列能吸收停顿，但不增加吞吐量"),
+                              tr("once the readers keep up on average, how much queue does a stall need?",
+                                 "一旦读取线程平均跟得上，一次停顿需要多大的队列？"))
     return (f"capacity {capacity}, {threads} loader threads: starved {mine:.1%}, and nothing "
             "cheaper does it")
 
@@ -102,8 +114,10 @@ def check_padding(module):
             raise CheckFailed(f"a PaddingFIFOQueue with shapes=[{queue_shape}] holding elements "
                               f"of shapes {element_shapes}: you predicted {tuple(predicted)}, "
                               f"dequeue_many({len(element_shapes)}) gives {actual}",
-                              "the batch size comes first; each None dimension becomes the "
-                              "largest size among the batch's elements, a known one stays")
+                              tr("the batch size comes first; then one size per dimension of the queue's "
+                                 "shape", "批大小在最前；然后队列形状的每一维各一个大小"),
+                              tr("each None dimension becomes the largest size among the batch's elements, "
+                                 "a known one stays", "每个 None 维取该批元素中最大的那个大小，已知的维保持不变"))
     return f"{len(PADDING_CASES)} padded batch shapes predicted right"
 
 
@@ -180,14 +194,14 @@ def _expected(predictors):
 def _check_means(means, expected, hint):
     if (not isinstance(means, list) or len(means) != INPUTS
             or not np.allclose(np.array(means, dtype=float), expected)):
-        raise CheckFailed(f"the aggregator returned {means!r}, expected {expected}", hint)
+        raise CheckFailed(f"the aggregator returned {means!r}, expected {expected}", *hint)
 
 
 def check_all_on_time(module):
     means, _, _ = run_ensemble(module, [FAST, FAST, FAST])
     _check_means(means, _expected([0, 1, 2]),
-                 "when every predictor is on time, average the three predictions of each "
-                 "input")
+                 (tr("when every predictor is on time, average the three predictions of each "
+                     "input", "所有预测器都准时时，对每个输入的三个预测取平均"), ""))
     return "three predictors on time: every input averages three predictions"
 
 
@@ -196,23 +210,33 @@ def check_slow_predictor(module):
     if ended >= last:
         raise CheckFailed(f"the aggregator ended at {ended / 1e6:.1f} ms, after the slow "
                           f"predictor's last prediction ({last / 1e6:.1f} ms): it waited for it",
-                          "give the aggregator's session a ConfigProto with "
-                          "operation_timeout_in_ms, and catch tf.errors.DeadlineExceededError")
+                          tr("a dequeue without a deadline waits as long as the slowest predictor",
+                             "没有期限的出队操作会一直等到最慢的预测器"),
+                          tr("give the aggregator's session a ConfigProto with operation_timeout_in_ms, "
+                             "and catch tf.errors.DeadlineExceededError",
+                             "给聚合器的会话一个带 operation_timeout_in_ms 的 ConfigProto，并捕获 "
+                             "tf.errors.DeadlineExceededError"))
     _check_means(means, _expected([0, 1]),
-                 "a prediction that comes too late belongs to an earlier input: compare its "
-                 "index with the input's, or stop asking a predictor that missed a deadline")
+                 (tr("a prediction that comes too late belongs to an earlier input",
+                     "来得太晚的预测属于更早的输入"),
+                  tr("compare its index with the input's, or stop asking a predictor that "
+                     "missed a deadline", "比较它的索引和当前输入的索引，或者不再询问错过期限的预测器")))
     return (f"one slow predictor: the aggregator ended at {ended / 1e6:.1f} ms with the two "
             "others' means (the slow one ran until "
             f"{last / 1e6:.1f} ms)")
 
 
 CHECKS = [
-    Check("pipeline", "choose_pipeline", "choose_pipeline: starved < 5%, nothing cheaper",
-          check_pipeline),
-    Check("padding", "padded_batch_shape", "padded_batch_shape: PaddingFIFOQueue batches",
-          check_padding),
-    Check("all_on_time", "aggregator", "aggregator: every predictor on time",
+    Check("pipeline", "choose_pipeline",
+          tr("choose_pipeline: starved < 5%, nothing cheaper",
+             "choose_pipeline：饥饿时间 < 5%，且没有更省的方案"), check_pipeline),
+    Check("padding", "padded_batch_shape",
+          tr("padded_batch_shape: PaddingFIFOQueue batches",
+             "padded_batch_shape：PaddingFIFOQueue 的批"), check_padding),
+    Check("all_on_time", "aggregator",
+          tr("aggregator: every predictor on time", "aggregator：所有预测器都准时"),
           check_all_on_time),
-    Check("slow", "aggregator", "aggregator: a slow predictor does not stall it",
-          check_slow_predictor),
+    Check("slow", "aggregator",
+          tr("aggregator: a slow predictor does not stall it",
+             "aggregator：慢预测器不会拖住它"), check_slow_predictor),
 ]

@@ -1,7 +1,8 @@
 """Lesson 06, Queues and input pipelines: your exercises.
 
-Replace each ``raise NotImplementedError(...)`` with your code, then run ``simdist check 06``
-(or the check cell of the notebook). ``tf`` is the TF module the caller passes in:
+Copy this file to your workspace once (``simdist lesson start 06``), replace each ``raise
+NotImplementedError(...)`` in the copy with your code, then run ``simdist check 06`` (or the
+check cells of the notebook). ``tf`` is the TF module the caller passes in:
 ``simdist.graph`` in the simulator, ``tf.compat.v1`` on real TensorFlow.
 """
 

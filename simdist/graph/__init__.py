@@ -43,6 +43,7 @@ from .array_ops import (
     constant,
     convert_to_tensor,
     embedding_lookup,
+    fill,
     gather,
     identity,
     ones,
@@ -94,6 +95,12 @@ from .optimizers import (
     get_or_create_global_step,
 )
 from .io_ops import read_record
+from .basic_session_run_hooks import CheckpointSaverHook, StopAtStepHook
+from .saver import Saver, get_checkpoint_state, latest_checkpoint
+from .monitored_session import MonitoredSession, MonitoredTrainingSession
+from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+from .sync_replicas_optimizer import SyncReplicasOptimizer
+from .script_ops import timed_py_func
 from .placement import parse_placement_log
 from .queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from .runtime import Machine
@@ -111,6 +118,8 @@ from .variables import (
     global_variables,
     global_variables_initializer,
     glorot_uniform_initializer,
+    local_variables,
+    local_variables_initializer,
     initialize_all_variables,
     is_variable_initialized,
     ones_initializer,
@@ -131,6 +140,12 @@ train = SimpleNamespace(
     get_or_create_global_step=get_or_create_global_step, get_global_step=get_global_step,
     create_global_step=create_global_step, Coordinator=Coordinator, QueueRunner=QueueRunner,
     add_queue_runner=add_queue_runner, start_queue_runners=start_queue_runners,
+    SyncReplicasOptimizer=SyncReplicasOptimizer, MonitoredTrainingSession=MonitoredTrainingSession,
+    MonitoredSession=MonitoredSession, StopAtStepHook=StopAtStepHook,
+    CheckpointSaverHook=CheckpointSaverHook, Saver=Saver, latest_checkpoint=latest_checkpoint,
+    get_checkpoint_state=get_checkpoint_state,
+    SessionRunHook=SessionRunHook, SessionRunArgs=SessionRunArgs,
+    SessionRunContext=SessionRunContext, SessionRunValues=SessionRunValues,
     queue_runner=SimpleNamespace(QueueRunner=QueueRunner, add_queue_runner=add_queue_runner,
                                  start_queue_runners=start_queue_runners))
 nn = SimpleNamespace(relu=relu, sigmoid=sigmoid, embedding_lookup=embedding_lookup,

@@ -56,6 +56,12 @@ class AccumulatorResource:
         self._dispatch()
         return event
 
+    def fail_waiters(self, error):
+        """Fail every waiting take with ``error`` (the task holding it died)."""
+        takers, self.takers = self.takers, deque()
+        for event, _ in takers:
+            event.fail(error)
+
     def cancel(self, event, error):
         self.takers = deque(t for t in self.takers if t[0] is not event)
         event.fail(error)
@@ -135,8 +141,12 @@ def _apply_kernel(op, args, rt):
         raise InvalidArgumentError(
             f"Shape mismatch: expected {list(accumulator.shape)}, got "
             f"{list(np.shape(grad))}\n\t [[{{{{node {op.name}}}}}]]")
-    accumulator.apply(np.asarray(grad, accumulator.dtype.as_numpy_dtype), int(step))
+    global_step = accumulator.global_step  # before a take this gradient completes moves it
+    added = accumulator.apply(np.asarray(grad, accumulator.dtype.as_numpy_dtype), int(step))
     rt.record_size(accumulator)
+    rt.record("accumulators", "gradient applied" if added else "gradient dropped",
+              accumulator=accumulator.name, local_step=int(step),
+              global_step=global_step, source=op.inputs[2].op.device)
     return []
 
 

@@ -225,3 +225,22 @@ register("ExpandDims", lambda op, args, rt: [args[0][..., None]], flops=no_flops
          grad=NO_GRADIENT)
 register("ConcatV2", lambda op, args, rt: [np.concatenate(args)], flops=no_flops,
          grad=NO_GRADIENT)
+
+
+# -- Fill -------------------------------------------------------------------------------------
+
+
+def fill(dims, value, name=None) -> Tensor:
+    """tf.fill(dims, value): a tensor of shape ``dims`` (a list of ints) holding ``value``
+    (a scalar tensor, e.g. a variable's value read when the op runs)."""
+    if not isinstance(dims, (list, tuple)) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+        raise InvalidArgumentError(f"fill: dims={dims!r}, expected a list of ints >= 0")
+    value = convert_to_tensor(value)
+    shape = constant(list(dims), dtype="int32", name="Fill/dims") if dims else \
+        constant(np.zeros(0, np.int32), name="Fill/dims")
+    return create_op("Fill", [shape, value], [(value.dtype, tuple(dims))], name=name).outputs[0]
+
+
+register("Fill", lambda op, args, rt: [np.full(tuple(args[0]), args[1], args[1].dtype)],
+         flops=no_flops, gpu=ANY_TYPE, grad=NOT_DIFFERENTIABLE)

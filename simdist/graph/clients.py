@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from ..core import Interrupt
 from ..errors import InvalidArgumentError
 
 _local = threading.local()
@@ -33,15 +34,24 @@ class _Abandoned(BaseException):
     """Unwinds a client thread whose simulation has ended (e.g. a ps in server.join())."""
 
 
+class _Killed(BaseException):
+    """Unwinds a client thread whose task failed: its process died (``Client.kill``)."""
+
+
 class Client:
     """One client program: a function run on its own thread, one step at a time."""
 
-    def __init__(self, name: str, fn, world):
+    def __init__(self, name: str, fn, world, daemon: bool = False, task: str | None = None):
         self.name, self.fn, self.world = name, fn, world
+        self.daemon = daemon  # a daemon thread (TF's daemon=True) may be left waiting
+        self.task = task  # the task whose process runs it ("job:index"), once known
+        self.run = None  # the Executor of the Session.run it waits on, if any
+        self.killed = False
         self._go = threading.Semaphore(0)  # the simulation lets the thread run
         self._back = threading.Semaphore(0)  # the thread gives control back
         self._waits_on = None
         self._resume = (True, None)  # (ok, value or exception) for the thread's next step
+        self._abandoned = False
         self.finished = False
         self.result = self.error = None
         self.proc = None  # its process in the world, once started
@@ -79,11 +89,19 @@ class Client:
                 return self.result
             try:
                 self._resume = (True, (yield self._waits_on))
+            except Interrupt as interrupt:
+                if not isinstance(interrupt.cause, _Killed):
+                    raise
+                self._resume = (False, interrupt.cause)
             except BaseException as error:  # the awaited event failed: raise it in the client
                 self._resume = (False, error)
 
     def wait(self, event):
         """Block this client's thread until ``event`` happens; returns its value."""
+        if self._abandoned:  # e.g. a `finally:` that waits again while the thread unwinds
+            raise _Abandoned()
+        if self.killed:
+            raise _Killed()
         self._waits_on = event
         self._back.release()
         self._go.acquire()
@@ -92,9 +110,20 @@ class Client:
             raise value
         return value
 
+    def kill(self, error):
+        """Its task's process died: the client's Session.run is cancelled with ``error`` and
+        its thread unwinds (``_Killed``), ending without a result."""
+        if self.finished or self.killed or self.proc is None or not self.proc.is_alive:
+            return
+        self.killed = True
+        if self.run is not None:
+            self.run.abort(error)
+        self.proc.interrupt(_Killed())
+
     def abandon(self):
         """End the thread of a client the simulation left waiting (a ps in join())."""
         if self._thread.is_alive() and not self.finished:
+            self._abandoned = True
             self._resume = (False, _Abandoned())
             self._go.release()
             self._thread.join()
@@ -104,7 +133,7 @@ class Client:
         _local.client = self
         try:
             self.result = self.fn()
-        except _Abandoned:
+        except (_Abandoned, _Killed):
             pass
         except BaseException as error:  # handed to the simulation, which raises it
             self.error = error

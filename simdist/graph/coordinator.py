@@ -49,6 +49,10 @@ class Coordinator:
         self._stop, self._exception, self.joined = False, None, False
         self._stop_events.clear()
 
+    def requested_exception(self):
+        """The exception a stop was requested with, or None (simdist: TF keeps it private)."""
+        return self._exception
+
     def raise_requested_exception(self):
         if self._exception is not None:
             raise self._exception

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..device_spec import DeviceSpec
 from ..core import Interrupt
-from ..errors import CancelledError, DeadlineExceededError, OutOfRangeError
+from ..errors import CancelledError, DeadlineExceededError, OutOfRangeError, UnavailableError
 from ..payloads import Phantom
 from ..resources import Pool
 from .graph import Tensor
@@ -85,8 +85,10 @@ class SessionRun:
 class Executor:
     """Runs ``ops`` (topologically sorted, all placed) once."""
 
-    def __init__(self, ops, placement, runtimes, feeds, fetches, timeout_ms: int = 0):
+    def __init__(self, ops, placement, runtimes, feeds, fetches, timeout_ms: int = 0,
+                 daemon: bool = False):
         self.ops, self.placement, self.runtimes = ops, placement, runtimes
+        self.daemon = daemon  # a run of a daemon thread: it may be left waiting at the end
         self.feeds, self.fetches = feeds, fetches
         self.timeout_ns = timeout_ms * 1_000_000  # ConfigProto.operation_timeout_in_ms
         self.tags: dict = {}
@@ -104,8 +106,8 @@ class Executor:
         self.run_id = tasks.runs
         contexts = [tasks.contexts[name] for name in self.runtimes]
         self.start_time = contexts[0].now
-        procs = [ctx.process(self._main(ctx), name=f"Session.run {self.run_id}")
-                 for ctx in contexts]
+        procs = [ctx.process(self._main(ctx), name=f"Session.run {self.run_id}",
+                             daemon=self.daemon) for ctx in contexts]
         return contexts[0].env.all_of(procs)
 
     def finish(self, trace=None) -> SessionRun:
@@ -153,9 +155,10 @@ class Executor:
         if self.state is None:
             self._setup(ctx.env)
         procs = [ctx.process(self._guarded(self._recv(ctx, item, src, dst)),
-                             name=f"Recv {item.name}")
+                             name=f"Recv {item.name}", daemon=self.daemon)
                  for item, src, dst in self.remote_in[ctx.name]]
-        procs += [ctx.process(self._guarded(self._run_op(ctx, op)), name=op.name)
+        procs += [ctx.process(self._guarded(self._run_op(ctx, op)), name=op.name,
+                              daemon=self.daemon)
                   for op in self.ops if _task(self.placement[op]) == ctx.name]
         self.procs += procs
         if procs:
@@ -194,6 +197,9 @@ class Executor:
             waits.append(self.done[c] if same else self.arrived[(c, ctx.name)])
         if waits:
             yield ctx.env.all_of(waits)
+        if runtime.down:
+            raise UnavailableError(f"task {ctx.name} is unavailable: it failed and has not "
+                                   f"restarted (op {op.name})")
         pool = self.tasks.pools[ctx.name]
         held = yield from _take_thread(pool)
         try:
@@ -225,7 +231,7 @@ class Executor:
             held[0] = False
             began = ctx.now
             self.blocking[ctx.env.active_process] = kernel_ctx
-            outs = yield ctx.process(outs, name=f"{op.name} ({op.type})")
+            outs = yield ctx.process(outs, name=f"{op.name} ({op.type})", daemon=self.daemon)
             del self.blocking[ctx.env.active_process]
             if ctx.now > began:
                 ctx.span(_lane(device) + " waits", op.name, "wait", began, ctx.now - began,
@@ -261,6 +267,10 @@ class Executor:
             return
         except BaseException as error:  # handed to the session, which raises it
             self._fail(error)
+
+    def abort(self, error):
+        """End the run with ``error`` from outside (its client's process died)."""
+        self._fail(error)
 
     def _fail(self, error):
         if self.error is not None:
@@ -398,3 +408,7 @@ class KernelContext:
     def record_size(self, store):
         """The store's size as a counter in the trace ("queue NAME")."""
         self.ctx.counter(f"queue {store.name}", size=len(store))
+
+    def record(self, lane: str, name: str, **args):
+        """An instant in the trace, on ``lane`` of the op's task (e.g. a dropped gradient)."""
+        self.ctx.instant(lane, name, "event", **args)

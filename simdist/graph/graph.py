@@ -10,6 +10,7 @@ first), ``control_dependencies``, ``container`` and ``colocate_with``. Only
 from __future__ import annotations
 
 import re
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -274,11 +275,11 @@ class Graph:
 
     @contextmanager
     def as_default(self):
-        _default_stack.append(self)
+        _default_stack().append(self)
         try:
             yield self
         finally:
-            _default_stack.pop()
+            _default_stack().pop()
 
     @contextmanager
     def name_scope(self, name: str | None):
@@ -378,18 +379,27 @@ def _colocation_root(op: Operation) -> Operation:
     return op
 
 
-_default_stack: list[Graph] = []
+_thread_local = threading.local()
+
+
+def _default_stack() -> list:
+    """This thread's ``as_default()`` graphs: each thread has its own stack, as in TF (a
+    client of ``simulate_clients`` builds its graph while another builds its own)."""
+    if not hasattr(_thread_local, "stack"):
+        _thread_local.stack = []
+    return _thread_local.stack
 _global_default = [Graph()]
 
 
 def get_default_graph() -> Graph:
     """The graph new ops go to: the innermost ``as_default()`` graph, else the global one."""
-    return _default_stack[-1] if _default_stack else _global_default[0]
+    stack = _default_stack()
+    return stack[-1] if stack else _global_default[0]
 
 
 def reset_default_graph():
     """tf.reset_default_graph: a fresh global default graph."""
-    if _default_stack:
+    if _default_stack():
         raise InvalidArgumentError("reset_default_graph() called inside a "
                                    "`with graph.as_default()` block: leave the block first")
     _global_default[0] = Graph()

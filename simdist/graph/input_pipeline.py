@@ -23,6 +23,7 @@ from .data_flow_ops import FIFOQueue
 from .graph import Graph
 from .queue_runner import QueueRunner
 from .io_ops import read_record
+from .script_ops import timed_py_func
 from .server import Server, stop_all_servers
 from .session import Session
 
@@ -54,16 +55,15 @@ def _compute(tf, flops: float):
 def loader_trainer(capacity: int = 4, loader_threads: int = 1, steps: int = 20,
                    batch: int = 2, element_size: int = 256, read_us: float = 25.0,
                    stall_us: float = 775.0, stall_probability: float = 0.1,
-                   train_flops: float = 2.5e7, seed: int = 0
+                   train_flops: float = 2.5e7, seed: int = 0, train_us: float | None = None
                    ) -> PipelineRun:
-    """Simulate the loader/trainer program; see the module docstring."""
+    """Simulate the loader/trainer program; see the module docstring. With ``train_us``, a
+    step is a ``timed_py_func`` of that length instead of ``train_flops`` of compute: the
+    step realdist's ``real_loader_trainer`` measures."""
     for label, value in (("capacity", capacity), ("loader_threads", loader_threads),
                          ("steps", steps), ("batch", batch), ("element_size", element_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidArgumentError(f"loader_trainer: {label}={value!r}, expected an int >= 1")
-    if batch > capacity:
-        raise InvalidArgumentError(f"loader_trainer: a batch of {batch} never fits in a queue of "
-                                   f"capacity {capacity}: the trainer would wait forever")
     import simdist.graph as tf
 
     stop_all_servers()
@@ -103,7 +103,8 @@ def loader_trainer(capacity: int = 4, loader_threads: int = 1, steps: int = 20,
             queue = shared_queue()
             examples = queue.dequeue_many(batch)
             with tf.device("/job:worker/task:0"):
-                step = tf.reduce_sum(examples) + _compute(tf, train_flops)
+                step = (tf.reduce_sum(examples) + _compute(tf, train_flops) if train_us is None
+                        else timed_py_func([examples], train_us, name="train"))
             close = queue.close(cancel_pending_enqueues=True)
         ends = []
         with Session(servers[1].target, graph=graph) as sess:

@@ -13,6 +13,7 @@ from ..errors import InvalidArgumentError
 from .dtypes import float32
 from .graph import create_op
 from .registry import NOT_DIFFERENTIABLE, no_flops, register
+from .script_ops import op_rng
 
 
 def read_record(size: int, read_us: float, seed: int, stall_us: float = 0.0,
@@ -32,12 +33,7 @@ def read_record(size: int, read_us: float, seed: int, stall_us: float = 0.0,
 
 
 def _read_kernel(op, args, rt):
-    resources, key = rt.resources(op), ("", f"{op.name}/rng")
-    rng = resources.lookup(key)
-    if rng is None:
-        rng = np.random.default_rng(op.attrs["seed"])
-        resources.store(key, rng)
-    stalls = rng.random() < op.attrs["stall_probability"]
+    stalls = op_rng(op, rt).random() < op.attrs["stall_probability"]
     yield rt.env.timeout(op.attrs["stall_ns" if stalls else "read_ns"])
     return [np.ones(op.attrs["size"], np.float32)]
 

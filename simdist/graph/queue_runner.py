@@ -41,15 +41,18 @@ class QueueRunner:
 
     def create_threads(self, sess, coord=None, daemon=False, start=False) -> list:
         """One thread per enqueue op (plus the closer, with ``coord``); simdist's threads
-        always start (``start`` and ``daemon`` are accepted for TF's signature)."""
+        always start (``start`` is accepted for TF's signature). ``daemon`` threads may be
+        left waiting when the program ends, as Python's daemon threads are."""
         world = sess.world()
         self._running[sess] = len(self.enqueue_ops)
         threads = [world.start_client(f"{self.name}/QueueRunner {i}",
-                                      lambda op=op: self._run(sess, op, coord))
+                                      lambda op=op: self._run(sess, op, coord), daemon,
+                                      sess.default_task)
                    for i, op in enumerate(self.enqueue_ops)]
         if coord is not None:
             threads.append(world.start_client(f"{self.name}/close_on_stop",
-                                              lambda: self._close_on_stop(sess, coord)))
+                                              lambda: self._close_on_stop(sess, coord),
+                                              daemon, sess.default_task))
             for thread in threads:
                 coord.register_thread(thread)
         return threads

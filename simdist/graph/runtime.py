@@ -148,6 +148,7 @@ class TaskRuntime:
         self.resources = ResourceMgr(self.prefix)
         self.allocators: dict[str, GPUAllocator] = {}
         self.closed = False
+        self.down = False  # failed (``fail``) and not restarted yet
         try:
             for i, physical in enumerate(visible):
                 device = f"{self.prefix}/device:GPU:{i}"
@@ -172,6 +173,22 @@ class TaskRuntime:
     def intra_op_threads(self) -> int:
         return min(self.config.intra_op_parallelism_threads or self.machine.cores,
                    self.machine.cores)
+
+    def fail(self, error):
+        """The process dies: every op waiting on one of its resources (a queue, an
+        accumulator) fails with ``error``, its resources (variables too) are lost, and its
+        ops fail until ``restart``."""
+        self.down = True
+        for container in self.resources.containers.values():
+            for resource in container.values():
+                fail_waiters = getattr(resource, "fail_waiters", None)
+                if fail_waiters is not None:
+                    fail_waiters(error)
+        self.resources.reset()
+
+    def restart(self):
+        """The process is back, with empty containers (TF's restarted task)."""
+        self.down = False
 
     def close(self):
         for allocator in self.allocators.values():

@@ -28,16 +28,23 @@ from .runtime import Machine, TaskRuntime
 from .server import connect
 from .variables import Variable
 
-_default_sessions: list = []
+_thread_sessions = threading.local()
 #: the open sessions of every server (TF's master sessions), which Session.reset closes
 _server_sessions: weakref.WeakSet = weakref.WeakSet()
 
 
+def _default_sessions() -> list:
+    """This thread's ``with session:`` / ``as_default()`` sessions (thread-local, as TF's)."""
+    if not hasattr(_thread_sessions, "stack"):
+        _thread_sessions.stack = []
+    return _thread_sessions.stack
+
+
 def get_default_session():
-    if not _default_sessions:
+    if not _default_sessions():
         raise InvalidArgumentError("no default session: use `with tf.Session() as sess:` or "
                                    "pass session= explicitly")
-    return _default_sessions[-1]
+    return _default_sessions()[-1]
 
 
 class Session:
@@ -63,8 +70,9 @@ class Session:
             default_task = (server.job_name, server.task_index)
             _server_sessions.add(self)
         self._server = None if target == "" else server
-        self._aborted = False
-        self.hardware = self.runtimes[f"{default_task[0]}:{default_task[1]}"].machine.hardware
+        self._aborted = self._has_run = False
+        self.default_task = f"{default_task[0]}:{default_task[1]}"  # where unplaced ops run
+        self.hardware = self.runtimes[self.default_task].machine.hardware
         self._placer = Placer(self.runtimes, default_task, self.config.allow_soft_placement,
                               self.config.log_device_placement)
         self.closed = False
@@ -79,6 +87,7 @@ class Session:
             raise _aborted(self)
         if self.closed:
             raise InvalidArgumentError("Attempted to use a closed Session.")
+        self._has_run = True  # TF's master session exists from the first run on
         leaves: list = []
         build = _flatten(fetches, leaves, self.graph)
         feeds = self._feeds(feed_dict or {})
@@ -87,10 +96,11 @@ class Session:
         ops = self._needed(tensors, targets, feeds)
         self._check_runtimes()
         placement = self._placer.place(self.graph.get_operations())
-        executor = Executor(ops, placement, self.runtimes, feeds, [t for t in tensors],
-                            self.config.operation_timeout_in_ms)
-        world = self.world()
         client = current_client()
+        executor = Executor(ops, placement, self.runtimes, feeds, [t for t in tensors],
+                            self.config.operation_timeout_in_ms,
+                            daemon=client is not None and client.daemon)
+        world = self.world()
         in_client = client is not None
         if in_client and client.world is not world:
             raise InvalidArgumentError(
@@ -104,7 +114,14 @@ class Session:
                 "that run sessions must be simulated ones (tf.train.QueueRunner, "
                 "tf.simulate_clients), not threading.Thread")
         marks = None if in_client else world.stream_marks()
-        world.wait(executor.start(world.tasks))
+        if in_client:
+            client.task = client.task or self.default_task
+            client.run = executor
+        try:
+            world.wait(executor.start(world.tasks))
+        finally:
+            if in_client:
+                client.run = None
         self._last.run = executor.finish(None if in_client else world.trace_since(marks))
         if executor.error is not None:
             raise executor.error
@@ -154,19 +171,20 @@ class Session:
         return _DefaultSession(self)
 
     def __enter__(self):
-        _default_sessions.append(self)
+        _default_sessions().append(self)
         return self
 
     def __exit__(self, *exc):
-        _default_sessions.remove(self)
+        _default_sessions().remove(self)
         self.close()
 
     @staticmethod
     def reset(target, containers=None, config=None):
         """Free the resources of ``containers`` (all when None) on every task of the
         cluster that ``target`` serves (their variables become uninitialized) and close
-        every session opened on ``target``: as in TF, their next ``run`` (or ``close``) is
-        an ``AbortedError``. Returns None."""
+        every session on ``target`` that has run (TF's master sessions; one that has not
+        run has none): as in TF, their next ``run`` (or ``close``) is an ``AbortedError``.
+        Returns None."""
         if target == "":
             raise InvalidArgumentError("Session.reset needs a server target such as "
                                        "'grpc://localhost:2222': a local session's variables "
@@ -175,7 +193,7 @@ class Session:
         for runtime in runtimes.values():
             runtime.resources.reset(containers)
         for session in list(_server_sessions):
-            if session._server is server and not session.closed:
+            if session._server is server and session._has_run and not session.closed:
                 session.closed = session._aborted = True
                 _server_sessions.discard(session)
 
@@ -251,11 +269,11 @@ class _DefaultSession:
         self.session = session
 
     def __enter__(self):
-        _default_sessions.append(self.session)
+        _default_sessions().append(self.session)
         return self.session
 
     def __exit__(self, *exc):
-        _default_sessions.remove(self.session)
+        _default_sessions().remove(self.session)
 
 
 def _lookup(name: str, graph: Graph):

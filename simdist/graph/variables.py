@@ -403,3 +403,16 @@ def global_variables_initializer():
 
 
 initialize_all_variables = global_variables_initializer
+
+
+LOCAL_VARIABLES = "local_variables"
+
+
+def local_variables():
+    """tf.compat.v1.local_variables: the variables of this client only (e.g. a replica's
+    local step), initialized by each client, never saved in a checkpoint."""
+    return get_default_graph().get_collection(LOCAL_VARIABLES)
+
+
+def local_variables_initializer():
+    return variables_initializer(local_variables(), name="init")

@@ -14,6 +14,7 @@ where the previous one ended.
 from __future__ import annotations
 
 from ..cluster import ClusterSpec
+from ..errors import InvalidArgumentError
 from ..simulation import Simulation
 from .clients import Client, current_client
 from .executor import SimTasks
@@ -57,12 +58,48 @@ class World:
             raise
         return None if event is None else event.value
 
-    def start_client(self, name: str, fn) -> Client:
-        """Start ``fn()`` as a client program (a thread of the job) in this world."""
-        client = Client(name, fn, self)
+    def start_client(self, name: str, fn, daemon: bool = False, task: str | None = None
+                     ) -> Client:
+        """Start ``fn()`` as a client program (a thread of the job) in this world; a
+        ``daemon`` one may still be waiting when everything else has ended (it is then
+        abandoned, as a Python daemon thread dies with its process). ``task``: the task
+        whose process runs it (else the task of its first session)."""
+        client = Client(name, fn, self, daemon, task)
         self.clients.append(client)
-        client.proc = self.env.process(client.body(), name=f"client {name}", order=0)
+        client.proc = self.env.process(client.body(), name=f"client {name}", order=0,
+                                       daemon=daemon)
         return client
+
+    def schedule_failure(self, task: str, at_ns: int, down_ns: int | None, restart=None):
+        """Task ``task`` ("job:index") fails at ``at_ns`` on this world's clock: its process
+        dies (the client programs and threads running there end, their runs cancelled),
+        its ops and everything waiting on its resources fail with ``UnavailableError`` and
+        its variables are lost. It restarts ``down_ns`` later (never with None), running
+        ``restart`` (a client function, e.g. the worker's program again) if given. Both are
+        instants on the task's "faults" lane."""
+        from ..errors import UnavailableError
+
+        runtime = self.runtimes.get(task)
+        if runtime is None:
+            raise InvalidArgumentError(f"schedule_failure: task {task!r} is not in this "
+                                       f"cluster: its tasks are {sorted(self.runtimes)}")
+
+        def failure():
+            yield self.env.timeout(max(0, at_ns - self.env.now))
+            ctx = self.tasks.contexts[task]
+            ctx.instant("faults", "task failed", "fault")
+            error = UnavailableError(f"task {task} failed (injected at {at_ns} ns)")
+            for client in list(self.clients):
+                if client.task == task:
+                    client.kill(error)
+            runtime.fail(error)
+            if down_ns is not None:
+                yield self.env.timeout(down_ns)
+                runtime.restart()
+                ctx.instant("faults", "task restarted", "fault")
+                if restart is not None:
+                    self.start_client(f"{task} (restarted)", restart, task=task)
+        self.env.process(failure(), name=f"failure of {task}", daemon=True)
 
     def trace_since(self, marks: dict):
         """The trace of what every task recorded after ``marks`` (``stream_marks()``)."""

@@ -34,6 +34,11 @@ def ordered_sum(tf, x):
     return p, q, big
 
 
-def sharing_config(tf):
-    """A ConfigProto for two processes sharing one GPU: each takes at most 40% of it."""
-    return tf.ConfigProto(gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=0.4))
+def gpu_plan(tf):
+    """Trainer 0 on GPU 0, trainer 1 on GPU 1, each capped at 60%; the evaluator beside
+    either (here GPU 0), capped at 25%: 85% of GPU 0, 60% of GPU 1, nobody can grow past its
+    cap into another's memory."""
+    def capped(gpu, fraction):
+        return tf.ConfigProto(gpu_options=tf.GPUOptions(
+            visible_device_list=str(gpu), per_process_gpu_memory_fraction=fraction))
+    return {"trainer0": capped(0, 0.6), "trainer1": capped(1, 0.6), "evaluator": capped(0, 0.25)}

@@ -14,16 +14,16 @@ def tf_configs(addresses):
 
 
 def is_chief(tf_config):
-    """An evaluator is its own chief; else the "chief" (or "master") job's task if there is
-    one, else worker 0."""
+    """TF's rule: refuse jobs tf.distribute does not know ("master"); the chief job's task
+    and the evaluator are chiefs; else worker 0 when there is no chief job."""
     config = json.loads(tf_config)
-    task = config.get("task", {})
-    if task.get("type") == "evaluator":
+    cluster, task = config["cluster"], config.get("task", {})
+    unknown = set(cluster) - {"chief", "worker", "evaluator", "ps"}
+    if unknown:
+        raise ValueError(f"tf.distribute does not know the job(s) {sorted(unknown)}")
+    if task.get("type") in ("chief", "evaluator"):
         return True
-    for job in ("chief", "master"):
-        if job in config["cluster"]:
-            return task.get("type") == job
-    return task.get("type") == "worker" and task.get("index") == 0
+    return "chief" not in cluster and task.get("type") == "worker" and int(task["index"]) == 0
 
 
 def predict_step_ns(workers, hw, model, global_batch):

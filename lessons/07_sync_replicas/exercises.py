@@ -1,0 +1,34 @@
+"""Lesson 07, Parameter servers: SyncReplicasOptimizer, stale gradients and failures: your
+exercises.
+
+Copy this file to your workspace once (``simdist lesson start 07``), replace each ``raise
+NotImplementedError(...)`` in the copy with your code, then run ``simdist check 07`` (or the
+check cells of the notebook).
+"""
+
+
+def tokens_per_step(total_num_replicas, replicas_to_aggregate):
+    """Exercise 1 (★): how many tokens does the chief put into the sync token queue after
+    each step of ``SyncReplicasOptimizer(opt, replicas_to_aggregate, total_num_replicas)``?
+    Return an int.
+    """
+    raise NotImplementedError("exercise tokens_per_step: return the number of tokens")
+
+
+def choose_replicas_to_aggregate():
+    """Exercise 2 (★★): five workers of 1 ms per step; each step of each worker straggles
+    (takes 6 ms) with probability 0.15 (``train_on_ps(workers=5, mode="sync", steps=20,
+    stall_us=6000, stall_probability=0.15, replicas_to_aggregate=R)``). Return the largest
+    ``replicas_to_aggregate`` R (so the most gradients averaged per step) with which a
+    global step takes at most 2.5 ms on average.
+    """
+    raise NotImplementedError("exercise choose_replicas_to_aggregate: return an int 1..5")
+
+
+def resume_step(save_every, step_at_failure):
+    """Exercise 3 (★★): the chief saves a checkpoint every ``save_every`` global steps
+    (``save_checkpoint_steps``; the first at step 0). The ps fails when the global step is
+    ``step_at_failure`` and loses its variables. From which global step does training go
+    on? Return an int.
+    """
+    raise NotImplementedError("exercise resume_step: return a global step")

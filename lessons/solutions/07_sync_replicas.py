@@ -1,0 +1,19 @@
+"""Lesson 07, Parameter servers: reference solutions."""
+
+
+def tokens_per_step(total_num_replicas, replicas_to_aggregate):
+    """One token for every replica that may ask for one, and at least one per gradient
+    the chief waits for: TF's ``max(total_num_replicas, replicas_to_aggregate)``."""
+    return max(total_num_replicas, replicas_to_aggregate)
+
+
+def choose_replicas_to_aggregate():
+    """backup_worker_sweep with those options: no backup worker 3.2 ms per step (every step
+    waits for the slowest of five), one backup 2.4 ms, two 1.9 ms: R = 5 - 1 = 4."""
+    return 4
+
+
+def resume_step(save_every, step_at_failure):
+    """The chief restores the newest checkpoint, the last multiple of ``save_every`` not
+    after the failure: the steps since are lost."""
+    return step_at_failure // save_every * save_every

@@ -1,0 +1,59 @@
+"""Lesson exercises as ``mpiexec`` programs: run the learner's code on every rank, report on
+rank 0, and end every rank together with the report's exit code.
+
+A check that fails is a normal outcome, not a crash: the job prints the report and exits 1,
+without ``MPI_Abort`` and its banner. Every rank runs the simulation; when they all finish it
+(or all fail in the same way, as a stub's ``NotImplementedError`` does), they meet on a
+communicator of their own, rank 0 prints, and every rank calls ``MPI_Finalize`` before
+exiting. Only when one rank fails while the others still wait inside the simulation for it
+does the job end with ``MPI_Abort``: nothing else can stop them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+#: how long a rank that is done waits for the others before it ends the job with MPI_Abort
+GRACE_S = 20.0
+
+
+def run_exercise(transport, run: Callable[[], object], report: Callable[[object], tuple],
+                 describe_error: Callable[[BaseException], str], name: str,
+                 grace_s: float = GRACE_S) -> int:
+    """``run()`` on every rank (the simulation over ``transport``), then ``report(result)`` on
+    rank 0 -> (text, ok). Returns the exit code, the same on every rank, after MPI_Finalize.
+    ``describe_error`` turns the learner's exception into the report's text."""
+    control = transport.comm.Dup()  # the ranks' meeting, apart from the simulation's messages
+    rank = transport.rank
+    result, error = None, None
+    try:
+        result = run()
+    except Exception as exc:  # noqa: BLE001 (the learner's code: report it, do not crash)
+        error = describe_error(exc)
+    request = control.Ibarrier()
+    deadline = time.monotonic() + grace_s
+    while not request.Test():
+        if time.monotonic() > deadline:  # the others wait inside the simulation for us
+            print(f"{name} (rank {rank}): ✗ {error or 'the other ranks did not finish'}",
+                  flush=True)
+            transport.comm.Abort(1)
+        time.sleep(0.005)
+    errors = control.gather(error, root=0)
+    code = 0
+    if rank == 0:
+        failed = [e for e in errors if e is not None]
+        if failed:
+            print(f"{name}: ✗ {failed[0]}", flush=True)
+            code = 1
+        else:
+            try:
+                text, ok = report(result)
+            except Exception as exc:  # noqa: BLE001
+                text, ok = f"✗ {describe_error(exc)}", False
+            print(text, flush=True)
+            code = 0 if ok else 1
+    code = control.bcast(code, root=0)
+    control.Free()
+    transport.finalize()
+    return code

@@ -1,0 +1,254 @@
+"""SyncReplicasOptimizer, MonitoredTrainingSession and asynchronous parameter-server training
+in simdist: TF's design (accumulators, tokens, the chief's queue runner, stale gradients
+dropped), the counts it gives for given worker speeds, and the waits TF makes visible."""
+
+import numpy as np
+import pytest
+
+import simdist.graph as tf
+from simdist.core import SimulationDeadlock
+from simdist.graph.ps_training import train_on_ps
+
+pytestmark = pytest.mark.usefixtures("fresh_tf1")
+
+
+def _cluster(workers):
+    tf.stop_all_servers()
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2222"],
+                                    "worker": [f"localhost:{2223 + i}" for i in range(workers)]})
+    return cluster, tf.train.Server(cluster, "ps", 0), [
+        tf.train.Server(cluster, "worker", i) for i in range(workers)]
+
+
+def test_the_graph_is_tfs():
+    cluster, *_ = _cluster(2)
+    with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:1",
+                                                  cluster=cluster)):
+        step = tf.train.get_or_create_global_step()
+        w = tf.get_variable("w", initializer=np.zeros(2, np.float32))
+        loss = tf.reduce_sum(tf.square(w - 1.0))
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                             replicas_to_aggregate=2, total_num_replicas=3)
+        train_op = opt.minimize(loss, global_step=step)
+    graph = tf.get_default_graph()
+    ops = {op.name: op for op in graph.get_operations()}
+    accumulator = ops["sync_replicas/conditional_accumulator"]
+    assert accumulator.attrs["shared_name"] == "w:0/grad_accum"
+    assert accumulator.device == "/job:ps/task:0"  # with its variable
+    assert ops["sync_token_q"].attrs["shared_name"] == "sync_token_q"
+    assert ops["sync_token_q"].device == "/job:ps/task:0"  # with the global step
+    local = [v for v in tf.local_variables()]
+    assert [v.op.name for v in local] == ["sync_rep_local_step"]
+    assert local[0].device in ("", "/job:worker/task:1")  # never on the ps
+    assert train_op.type == "Assign" and train_op.inputs[1].op.type == "QueueDequeueV2"
+    fill = [op for op in graph.get_operations() if op.type == "Fill"]
+    assert [tuple(op.outputs[0].shape) for op in fill] == [(3,)]  # max(total, to aggregate)
+    with pytest.raises(ValueError, match="Global step is required"):
+        opt.apply_gradients([(loss, w)])
+
+
+def test_all_workers_equal_every_step_takes_one_gradient_from_each():
+    run = train_on_ps(workers=3, mode="sync", steps=5)
+    assert run.global_step == 5
+    # the init tokens let every worker through its first run before step 1 is taken:
+    # its second gradient still carries local step 0 and is dropped, as on TF
+    assert run.applied == 3 * 5 and run.dropped == 3
+    losses = [loss for _, _, loss in run.worker_runs[0]]
+    assert losses[-1] < losses[0] / 2  # it trains
+
+
+def test_a_backup_worker_s_late_gradients_are_dropped():
+    # two fast workers make every step; the slow one's gradients always arrive too late
+    run = train_on_ps(workers=3, replicas_to_aggregate=2, mode="sync", steps=6,
+                      step_us=[1000, 1000, 3500])
+    assert run.global_step == 6
+    assert run.applied == 2 * 6
+    slow = [e for e in run.trace.instants if e.args.get("source") == "/job:worker/task:2"
+            and e.args["accumulator"] == "w:0/grad_accum"]
+    assert slow and all(e.name == "gradient dropped" for e in slow)
+    assert run.worker_steps[2] < run.worker_steps[0]
+
+
+def test_sync_runs_are_deterministic():
+    first = train_on_ps(workers=2, mode="sync", steps=3, step_us=[700, 900])
+    second = train_on_ps(workers=2, mode="sync", steps=3, step_us=[700, 900])
+    assert first.trace.to_chrome() == second.trace.to_chrome()
+
+
+def test_async_gradients_are_stale_by_the_updates_of_others():
+    run = train_on_ps(workers=3, mode="async", steps=10, step_us=[1000, 1500, 3000])
+    # each worker stops after the run in which it sees the step reached: others still in
+    # a run apply theirs (TF's StopAtStepHook skips its second read while step + 1 < last)
+    assert 10 <= run.global_step <= 10 + 2 * 3 and run.dropped == 0
+    assert run.applied == len(run.staleness) == sum(run.worker_steps.values())
+    assert max(run.staleness) >= 2 and min(run.staleness) == 0
+    one = train_on_ps(workers=1, mode="async", steps=4)
+    assert one.staleness == [0, 0, 0, 0]  # alone, nobody updates in between
+
+
+def test_sync_replicas_without_a_chief_is_a_deadlock_naming_the_replicas():
+    # nobody runs the chief's hook: no initial tokens, no queue runner taking gradients
+    cluster, ps, workers = _cluster(2)
+
+    def worker(k):
+        graph = tf.Graph()
+        with graph.as_default():
+            with tf.device(tf.train.replica_device_setter(
+                    worker_device=f"/job:worker/task:{k}", cluster=cluster)):
+                step = tf.train.get_or_create_global_step()
+                w = tf.get_variable("w", initializer=np.zeros(2, np.float32))
+                opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                                     replicas_to_aggregate=2)
+                train_op = opt.minimize(tf.reduce_sum(tf.square(w)), global_step=step)
+            init, pause = tf.global_variables_initializer(), tf.timed_py_func([], 1000)
+            with tf.Session(workers[k].target) as sess:
+                sess.run(init if k == 0 else pause)  # worker 1 starts once 0 initialized
+                sess.run(opt.local_step_init_op)
+                sess.run(train_op)
+
+    with pytest.raises(SimulationDeadlock) as error:
+        tf.simulate_clients({"worker:0": lambda: worker(0), "worker:1": lambda: worker(1),
+                             "ps": ps.join})
+    report = str(error.value)
+    assert "client worker:0" in report and "client worker:1" in report
+    assert "get 1 from sync_token_q" in report
+
+
+def test_more_replicas_to_aggregate_than_workers_is_refused_by_the_program():
+    from simdist.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="replicas_to_aggregate=3 is more than the "
+                                                   "2 workers"):
+        train_on_ps(workers=2, replicas_to_aggregate=3, mode="sync", steps=2)
+
+
+def test_a_non_chief_waits_for_the_chief_to_initialize():
+    cluster, ps, workers = _cluster(2)
+
+    def worker(k, delay_us):
+        graph = tf.Graph()
+        with graph.as_default():
+            with tf.device(tf.train.replica_device_setter(
+                    worker_device=f"/job:worker/task:{k}", cluster=cluster)):
+                step = tf.train.get_or_create_global_step()
+                w = tf.get_variable("w", initializer=np.zeros(2, np.float32))
+            total, pause = tf.reduce_sum(w), tf.timed_py_func([], delay_us)
+            with tf.Session(workers[k].target) as sess:
+                sess.run(pause)  # the chief is late
+            with tf.train.MonitoredTrainingSession(master=workers[k].target,
+                                                   is_chief=k == 0) as sess:
+                return float(sess.run(total)), sess.last_run.end_time
+
+    result = tf.simulate_clients({"chief": lambda: worker(0, 5_000_000),
+                                  "other": lambda: worker(1, 0), "ps": ps.join})
+    assert result.returns["other"][0] == 0.0
+    waits = [s for s in result.trace.spans if s.name == "wait_for_session"]
+    assert len(waits) == 1 and waits[0].pid == "worker:1"
+    # TF's SessionManager sleeps 30 s between tries: the worker starts after the chief
+    assert result.returns["other"][1] >= 30_000_000_000 > result.returns["chief"][1]
+
+
+def test_bad_input_is_one_clear_line():
+    from simdist.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=r"step_us=\[1\], expected 2 step times"):
+        train_on_ps(workers=2, step_us=[1])
+    with pytest.raises(InvalidArgumentError, match="mode='both', expected 'sync' or 'async'"):
+        train_on_ps(mode="both")
+    with pytest.raises(InvalidArgumentError, match="replicas_to_aggregate=0"):
+        tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 0)
+    with pytest.raises(ValueError, match="One of num_steps or last_step"):
+        tf.train.StopAtStepHook()
+
+
+def test_the_ps_command_prints_the_counts_and_draws(tmp_path, capsys):
+    from simdist.cli import main
+
+    plot = tmp_path / "sync.png"
+    assert main(["ps", "--workers", "3", "--replicas-to-aggregate", "2", "--steps", "4",
+                 "--step-us", "1000,1000,3500", "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "sync training: global step 4" in out
+    assert "worker 2:" in out and "dropped" in out and "stop_grace_period_secs" in out
+    assert plot.stat().st_size > 10_000
+    assert main(["ps", "--mode", "async", "--workers", "2", "--steps", "4"]) == 0
+    assert "staleness" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--step-us", "1,x"], "--step-us '1,x': expected step times in us"),
+    (["--workers", "2", "--step-us", "1,2,3"], "step_us=[1.0, 2.0, 3.0], expected 2 step"),
+    (["--plot", "out.txt"], "--plot"),
+])
+def test_bad_ps_command_input_is_one_line_and_exit_2(capsys, argv, expected):
+    from simdist.cli import main
+
+    with pytest.raises(SystemExit) if argv[0] == "--step-us" else _no_exit() as done:
+        status = main(["ps"] + argv)
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # argparse: usage, then it
+    assert expected in last
+    assert (done.value.code if done else status) == 2
+
+
+class _no_exit:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+STRAGGLERS = dict(workers=4, step_us=[1000, 1200, 1500, 6000], steps=30)
+
+
+def test_stale_gradients_make_a_high_learning_rate_diverge_and_the_remedies_help():
+    def final_loss(**options):
+        run = train_on_ps(mode="async", learning_rate=0.3, **options)
+        return run, run.worker_runs[0][-1][2]
+
+    alone, alone_loss = final_loss(workers=1, step_us=[1000], steps=30)
+    plain, plain_loss = final_loss(**STRAGGLERS)
+    assert max(alone.staleness) == 0 and alone_loss < 1e-3
+    assert max(plain.staleness) >= 10 and plain_loss > 1.0  # diverges: staleness up to 15
+    capped, capped_loss = final_loss(max_staleness=2, **STRAGGLERS)
+    assert max(capped.staleness) <= 2 and capped.dropped > 0 and capped_loss < plain_loss / 10
+    weighted, weighted_loss = final_loss(staleness_weighting=True, **STRAGGLERS)
+    assert weighted.dropped == 0 and weighted_loss < plain_loss / 10
+
+
+def test_a_lower_learning_rate_and_a_warm_up_also_tame_staleness():
+    low = train_on_ps(mode="async", learning_rate=0.1, **STRAGGLERS)
+    assert low.worker_runs[0][-1][2] < 0.05
+    warm = train_on_ps(mode="async", learning_rate=0.05, warmup_steps=10, **STRAGGLERS)
+    first_steps = [runs[0][1] for k, runs in warm.worker_runs.items() if k > 0]
+    assert min(first_steps) > 10  # the others only start once worker 0 reached step 10
+
+
+def test_backup_workers_shorten_steps_with_random_stragglers():
+    from simdist.graph.ps_training import backup_worker_sweep
+
+    rows = backup_worker_sweep(workers=5, backups=(0, 1, 2), steps=20, stall_us=6000,
+                               stall_probability=0.15)
+    times = [row["us_per_step"] for row in rows]
+    assert times[0] > times[1] > times[2]
+    # (workers - backups) x steps gradients make the steps; a few more may be accepted after
+    # the last take and never used
+    for row in rows:
+        assert 0 <= row["applied"] - (5 - row["backups"]) * 20 < 5
+    assert rows[0]["dropped"] < rows[2]["dropped"]
+
+
+def test_the_ps_nic_saturates_and_sharding_or_float16_relieve_it():
+    from simdist.graph.ps_training import ps_bandwidth_sweep
+
+    rows = {(r["workers"], r.get("ps", 1), r.get("gradient_dtype", "float32")): r
+            for r in ps_bandwidth_sweep(features=500_000, steps=6)}
+    rate = {key: row["updates_per_s"] for key, row in rows.items()}
+    assert rate[(2, 1, "float32")] > 1.5 * rate[(1, 1, "float32")]
+    assert rate[(4, 1, "float32")] < 2.5 * rate[(1, 1, "float32")]  # the ps NIC saturates
+    assert rate[(4, 4, "float32")] > rate[(4, 2, "float32")] > 1.2 * rate[(4, 1, "float32")]
+    # the bytes the ps receives per update: a float32 gradient of 2 MB, or half of it
+    per_update = {key: row["ps_received_bytes"] / row["global_step"]
+                  for key, row in rows.items()}
+    assert 1.9e6 < per_update[(4, 1, "float32")] < 2.3e6
+    assert 0.45 < per_update[(4, 1, "float16")] / per_update[(4, 1, "float32")] < 0.55
