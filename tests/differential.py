@@ -171,6 +171,18 @@ def replica_device_setter_edge_cases(tf):
                       "setter4_function"]}
 
 
+def group_per_device(tf):
+    with tf.device("/cpu:0"):
+        a = tf.Variable([1.0], name="a")
+    with tf.device("/cpu:1"):
+        b = tf.Variable([2.0], name="b")
+    both = tf.group(a.assign_add([1.0]), b.assign_add([1.0]), name="both")
+    one = tf.group(a.assign_add([2.0]), a.assign_add([3.0]))
+    return {"names": ["both", "both/NoOp", "both/NoOp_1", "group_deps", "init", "init/NoOp",
+                      "init/NoOp_1"],
+            "runs": [both, one, [a, b]]}
+
+
 def uninitialized_read(tf):
     v = tf.Variable([1.0], name="v")
     return {"runs": [v], "init": False}
@@ -185,7 +197,7 @@ GRAPH_SNIPPETS = [unique_names, duplicate_exact_name, initializers_live_with_the
                   initializers_run_where_their_variable_is, colocated_ops_report_their_device,
                   gradients_through_read_value, tensor_hyper_parameters,
                   adam_state_as_tf_keeps_it, replica_device_setter_edge_cases,
-                  uninitialized_read, assign_of_the_wrong_shape]
+                  group_per_device, uninitialized_read, assign_of_the_wrong_shape]
 
 # -- the runner: the same source runs on both sides ------------------------------------------
 
