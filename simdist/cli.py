@@ -1,5 +1,5 @@
 """The ``simdist`` command: run, list, summary, plot, bench; the commands with options of
-their own (plot-collectives, check, compare, lesson) are in ``simdist/commands/``.
+their own (plot-collectives, check, compare, lesson, course) are in ``simdist/commands/``.
 
 Under ``mpiexec -n N python -m mpi4py -m simdist run ...`` the MPI transport is chosen by
 itself and only rank 0 prints and writes files.
@@ -39,6 +39,7 @@ def build_parser(program=None) -> argparse.ArgumentParser:
                      help="transport: auto = mpi under mpiexec, else inprocess (default auto)")
     run.add_argument("--trace", metavar="FILE", help="write the Chrome/Perfetto trace JSON here")
     run.add_argument("--timeline", metavar="PNG", help="draw the timeline PNG here")
+    add_steps_shown(run)
     run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     run.add_argument("--profile", metavar="NAME", default=None,
                      help="hardware system profile (default: the program's, usually 'cpu'; "
@@ -63,6 +64,7 @@ def build_parser(program=None) -> argparse.ArgumentParser:
     plot = sub.add_parser("plot", help="draw a trace as a timeline PNG")
     plot.add_argument("trace", help="trace JSON")
     plot.add_argument("-o", "--output", required=True, metavar="PNG", help="PNG file to write")
+    add_steps_shown(plot)
 
     bench = sub.add_parser(
         "bench", help="benchmarks (simulator speed against references)",
@@ -94,7 +96,29 @@ def build_parser(program=None) -> argparse.ArgumentParser:
     lesson = sub.add_parser("lesson", add_help=False,
                             help="lesson tools: simdist lesson start NN / build [NN|--all]")
     lesson.add_argument("rest", nargs=argparse.REMAINDER)
+
+    course = sub.add_parser("course", add_help=False,
+                            help="the course site: simdist course build | serve")
+    course.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
+
+
+def add_steps_shown(parser):
+    """``--steps-shown N``: how many training steps the timeline draws large."""
+    def steps(text):
+        try:
+            n = int(text)
+        except ValueError:
+            n = -1
+        if n < 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a number of steps >= 0 "
+                                             "(0: every step in one strip)")
+        return n
+
+    parser.add_argument("--steps-shown", type=steps, default=1, metavar="N",
+                        help="a timeline of a training run draws its first N steps large "
+                             "enough to read, and the whole run under them (default 1; 0: "
+                             "the whole run only)")
 
 
 #: the records of the longest trace 'simdist run' writes unless told otherwise
@@ -117,7 +141,7 @@ def _program_name(argv):
     """The program named after 'run'."""
     if not argv or argv[0] != "run":
         return None
-    takes_value = {"--backend", "--trace", "--timeline", "--seed", "--profile",
+    takes_value = {"--backend", "--trace", "--timeline", "--steps-shown", "--seed", "--profile",
                    "--profiles-file", "--max-events", "--max-sim-time", "--timeout",
                    "--trace-max-records"}
     skip = False
@@ -225,7 +249,8 @@ def cmd_run(args, program) -> int:
         if program.report:
             print(program.report(result, hardware, args))
     if args.timeline:
-        plot_timeline(trace, args.timeline, title=f"simdist: {program.name}")
+        plot_timeline(trace, args.timeline, title=f"simdist: {program.name}",
+                      steps_shown=args.steps_shown)
         print(f"timeline: {args.timeline}")
     return 0
 
@@ -265,7 +290,7 @@ def cmd_plot(args) -> int:
 
     check_output(args.output, "-o", ".png")
     trace = Trace.load(args.trace)
-    plot_timeline(trace, args.output)
+    plot_timeline(trace, args.output, steps_shown=args.steps_shown)
     print(f"timeline: {args.output}")
     return 0
 
@@ -305,6 +330,12 @@ def cmd_lesson(argv) -> int:
     return lesson.main(argv)
 
 
+def cmd_course(argv) -> int:
+    from .commands import course
+
+    return course.main(argv)
+
+
 #: benchmark name -> module under simdist.bench with a main(argv) -> int
 BENCHES = {"engine": "engine", "allreduce": "allreduce", "allreduce-formulas": "formulas"}
 
@@ -312,4 +343,4 @@ COMMANDS = {"list": cmd_list, "summary": cmd_summary, "plot": cmd_plot}
 #: commands that take their own options (listed in --help by build_parser)
 PASSTHROUGH = {"bench": cmd_bench, "plot-collectives": cmd_plot_collectives,
                "check": cmd_check, "lesson": cmd_lesson, "compare": cmd_compare,
-               "ps": cmd_ps}
+               "ps": cmd_ps, "course": cmd_course}

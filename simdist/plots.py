@@ -107,40 +107,99 @@ def _sample(items: list, limit: int) -> list:
     return [items[i * len(items) // limit] for i in range(max(limit, 0))]
 
 
-def plot_timeline(trace: Trace, path=None, title: str | None = None, max_flows: int = 400):
-    """Draw the trace as a timeline (one row per task lane) and save it as a PNG if ``path``."""
+def step_windows(trace: Trace) -> list[tuple[int, int]]:
+    """(start, end) of every training step, in order: the spans of category "step" (one per
+    task and step, as the training loops of ``simdist.distribute`` record them) grouped by
+    their ``step`` argument, from the first one's start to the last one's end."""
+    windows: dict = {}
+    for s in trace.spans:
+        if s.cat == "step" and "step" in s.args:
+            start, end = windows.get(s.args["step"], (s.start, s.end))
+            windows[s.args["step"]] = (min(start, s.start), max(end, s.end))
+    return [windows[k] for k in sorted(windows)]
+
+
+def plot_timeline(trace: Trace, path=None, title: str | None = None, max_flows: int = 400,
+                  steps_shown: int | None = None):
+    """Draw the trace as a timeline (one row per task lane) and save it as a PNG if ``path``.
+
+    ``steps_shown=N``: when the trace holds more than N training steps (``step_windows``),
+    the first panel draws only the first N, large enough to read every compute span, ring
+    phase, update and message, and a second panel the whole run, with those steps shaded.
+    """
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     rows = [(pid, lane) for pid in _pids(trace) for lane in trace.lanes(pid)]
-    row_of = {key: i for i, key in enumerate(rows)}
     end = trace.end_time()
-    unit, scale = time_unit(end)
-    width = end / scale if end else 1.0
+    steps = step_windows(trace)
+    window = None
+    if steps_shown is not None and 0 < steps_shown < len(steps):
+        first, last = steps[0][0], steps[steps_shown - 1][1]
+        margin = (last - first) // 50  # a little of what comes before and after
+        window = (max(first - margin, 0), min(last + margin, end))
 
     n = max(len(rows), 3)
     height = 2.4 + 0.3 * min(n, 64) + 0.15 * max(n - 64, 0)  # rows get thinner past 64
     counters = _counter_series(trace)
-    fig = Figure(figsize=(12, height + (1.6 if counters else 0)), layout="constrained")
-    if counters:  # queue depths, buffer sizes...: a panel of their own under the lanes
-        ax, counter_ax = fig.subplots(2, 1, sharex=True,
-                                      height_ratios=[height, 1.6])
-        _plot_counters(counter_ax, counters, scale, unit)
-    else:
-        ax = fig.add_subplot()
-    ax.set_title(title or trace.metadata.get("program", "simdist trace"))
-    if not counters:
-        ax.set_xlabel(f"simulated time ({unit})")
-    ax.set_xlim(0, width * 1.01)
-    ax.set_ylim(len(rows) - 0.5 if rows else 0.5, -0.5)
-    ax.set_yticks(range(len(rows)), [f"{pid} / {lane}" for pid, lane in rows], fontsize=8)
-    ax.tick_params(axis="y", length=0)
-    ax.grid(axis="x", color="0.9", linewidth=0.6)
-    ax.set_axisbelow(True)
+    heights = [height] + ([1.6] if counters else []) + ([1.2 + 0.1 * n] if window else [])
+    fig = Figure(figsize=(12, sum(heights)), layout="constrained")
+    axes = fig.subplots(len(heights), 1, height_ratios=heights, squeeze=False)[:, 0]
+    ax = axes[0]
+    colors = category_colors(_color_key(s) for s in trace.spans)
+    shown = window or (0, end)
+    unit, scale = time_unit(shown[1] - shown[0])
+    flows = _draw_lanes(ax, trace, rows, colors, shown, scale, max_flows)
+    what = title or trace.metadata.get("program", "simdist trace")
+    if window:
+        what += f": step{'s' if steps_shown > 1 else ''} " + (
+            "0" if steps_shown == 1 else f"0-{steps_shown - 1}") + f" of {len(steps)}"
+    ax.set_title(what)
+    ax.set_xlabel(f"simulated time ({unit})")
     if not rows:
         ax.text(0.5, 0.5, "empty trace: nothing was recorded", transform=ax.transAxes,
                 ha="center", va="center", color="0.4")
+    if counters:  # queue depths, buffer sizes...: a panel of their own under the lanes
+        ax.set_xlabel("")
+        axes[1].sharex(ax)
+        _plot_counters(axes[1], counters, scale, unit)
+    if window:  # the whole run, small, with the steps drawn above shaded
+        overview = axes[-1]
+        o_unit, o_scale = time_unit(end)
+        _draw_lanes(overview, trace, rows, colors, (0, end), o_scale, 0, labels=False)
+        overview.axvspan(window[0] / o_scale, window[1] / o_scale, color="gold", alpha=0.3,
+                         zorder=0.8)
+        overview.set_title(f"the whole run: {len(steps)} steps (the steps drawn above are "
+                           "shaded)", fontsize=9)
+        overview.set_xlabel(f"simulated time ({o_unit})")
+        overview.tick_params(axis="y", labelsize=5)
+    _legend(fig, trace, colors, flows)
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def _color_key(span) -> str:
+    """What a span is coloured by: its category, and its phase when it has one (a ring's
+    reduce-scatter and all-gather, a tree's reduce and broadcast)."""
+    phase = span.args.get("phase")
+    return f"{span.cat}: {phase}" if phase else span.cat
+
+
+def _draw_lanes(ax, trace: Trace, rows, colors, window, scale, max_flows, labels=True):
+    """The lanes of ``rows`` between ``window`` = (start, end) ns on ``ax``: bars, names
+    that fit (``labels``), message arrows (at most ``max_flows``) and instants. Returns the
+    flows drawn."""
+    row_of = {key: i for i, key in enumerate(rows)}
+    w0, w1 = window
+    width = (w1 - w0) / scale if w1 > w0 else 1.0
+    ax.set_xlim(w0 / scale, w0 / scale + width * 1.01)
+    ax.set_ylim(len(rows) - 0.5 if rows else 0.5, -0.5)
+    ax.set_yticks(range(len(rows)), [f"{pid} / {lane}" for pid, lane in rows],
+                  fontsize=8 if labels else 5)
+    ax.tick_params(axis="y", length=0)
+    ax.grid(axis="x", color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
 
     # Group rows by task: shade every other task, a line between tasks.
     first = 0
@@ -152,44 +211,56 @@ def plot_timeline(trace: Trace, path=None, title: str | None = None, max_flows: 
             ax.axhline(first - 0.5, color="0.75", linewidth=0.8, zorder=0.5)
         first += count
 
-    colors = category_colors(s.cat for s in trace.spans)
     bars: dict[tuple[int, str], list] = {}
     ticks: dict[str, list] = {}
-    axes_px = fig.get_figwidth() * 0.85 * 120  # the axes' approximate width at 120 dpi
+    axes_px = ax.figure.get_figwidth() * 0.78 * 120  # the axes' approximate width at 120 dpi
     for s in trace.spans:
-        y = row_of[(s.pid, s.lane)]
-        if s.dur <= 0:
-            ticks.setdefault(s.cat, []).append((s.start / scale, y))
+        if s.end < w0 or s.start > w1:
             continue
-        bars.setdefault((y, s.cat), []).append((s.start / scale, s.dur / scale))
-        if s.dur / scale > 0.06 * width:
-            chars = int(s.dur / scale / width * axes_px / 5.5)  # ~5.5 px a character
-            name = s.name if len(s.name) <= chars else s.name[:max(chars - 1, 1)] + "…"
-            ax.text((s.start + s.dur / 2) / scale, y, name, ha="center", va="center",
-                    fontsize=7, color=_text_color(colors[s.cat]), clip_on=True, zorder=4.5)
-    for (y, cat), xranges in bars.items():
-        ax.broken_barh(xranges, (y - 0.35, 0.7), facecolors=colors[cat],
-                       edgecolors=colors[cat], linewidth=0.3, zorder=2)
-    for cat, points in ticks.items():
+        y, key = row_of[(s.pid, s.lane)], _color_key(s)
+        if s.dur <= 0:
+            ticks.setdefault(key, []).append((s.start / scale, y))
+            continue
+        bars.setdefault((y, key), []).append((s.start / scale, s.dur / scale))
+        start, stop = max(s.start, w0), min(s.end, w1)  # the visible part
+        chars = int((stop - start) / scale / width * axes_px / 6.5)  # ~6.5 px a character
+        if labels and chars >= 5:
+            name = s.name if len(s.name) <= chars else s.name.split(" (")[0]  # no aside
+            name = name if len(name) <= chars else name[:chars - 1] + "…"
+            ax.text((start + stop) / 2 / scale, y, name, ha="center", va="center",
+                    fontsize=7, color=_text_color(colors[key]), clip_on=True, zorder=4.5)
+    for (y, key), xranges in bars.items():
+        ax.broken_barh(xranges, (y - 0.35, 0.7), facecolors=colors[key],
+                       edgecolors=colors[key], linewidth=0.3, zorder=2)
+    for key, points in ticks.items():
         ax.vlines([x for x, _ in points], [y - 0.4 for _, y in points],
-                  [y + 0.4 for _, y in points], color=colors[cat], linewidth=1, zorder=1.9)
+                  [y + 0.4 for _, y in points], color=colors[key], linewidth=1, zorder=1.9)
 
-    flows = _sample(trace.flows, max_flows)
+    visible = [f for f in trace.flows if f.t_recv >= w0 and f.t_send <= w1]
+    flows = _sample(visible, max_flows)
     for f in flows:
         ax.annotate("", xy=(f.t_recv / scale, row_of[(f.dst_pid, f.dst_lane)]),
                     xytext=(f.t_send / scale, row_of[(f.src_pid, f.src_lane)]),
                     arrowprops=dict(arrowstyle="-|>", color="0.25", linewidth=0.6,
                                     alpha=0.7, mutation_scale=7, shrinkA=0, shrinkB=0),
-                    zorder=4)
-    if trace.instants:
-        ax.scatter([i.t / scale for i in trace.instants],
-                   [row_of[(i.pid, i.lane)] for i in trace.instants],
+                    zorder=4, annotation_clip=True)
+    instants = [i for i in trace.instants if w0 <= i.t <= w1]
+    if instants:
+        ax.scatter([i.t / scale for i in instants], [row_of[(i.pid, i.lane)] for i in instants],
                    marker="v", s=28, color="black", zorder=5)
+    return flows, len(visible)
 
-    handles = [Patch(color=color, label=cat) for cat, color in colors.items()]
-    if flows:
-        label = "message" if len(flows) == len(trace.flows) else \
-            f"message ({len(flows)} of {len(trace.flows)} shown)"
+
+def _legend(fig, trace: Trace, colors, flows):
+    """The categories' colours, the message arrows and instants, under the panels."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    drawn, total = flows
+    handles = [Patch(color=color, label=key) for key, color in colors.items()]
+    if drawn:
+        label = "message" if len(drawn) == total else \
+            f"message ({len(drawn)} of {total} shown)"
         handles.append(Line2D([], [], color="0.25", linewidth=0.8, marker=">",
                               markersize=4, label=label))
     if trace.instants:
@@ -198,10 +269,6 @@ def plot_timeline(trace: Trace, path=None, title: str | None = None, max_flows: 
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8),
                    fontsize=8, frameon=False)
-    if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120)
-    return fig
 
 
 def _counter_series(trace: Trace) -> dict:

@@ -252,3 +252,29 @@ def test_the_ps_nic_saturates_and_sharding_or_float16_relieve_it():
                   for key, row in rows.items()}
     assert 1.9e6 < per_update[(4, 1, "float32")] < 2.3e6
     assert 0.45 < per_update[(4, 1, "float16")] / per_update[(4, 1, "float32")] < 0.55
+
+
+def test_a_sparse_model_sends_only_the_rows_it_looked_up():
+    from simdist.graph.ps_training import ps_bandwidth_sweep
+
+    dense, sparse = ps_bandwidth_sweep(configs=({"workers": 4},
+                                                {"workers": 4, "model": "sparse"}),
+                                       features=500_000, steps=6)
+    assert sparse["updates_per_s"] > 3 * dense["updates_per_s"]
+    initial = 500_000 * 4  # the initial value of the weights goes to the ps once
+    per_update = (sparse["ps_received_bytes"] - initial) / sparse["global_step"]
+    assert per_update < 1000  # 2 examples x 8 looked-up values and their ids
+    with pytest.raises(tf.errors.InvalidArgumentError, match="sparse model is built for "
+                                                            "asynchronous training"):
+        train_on_ps(mode="sync", model="sparse")
+
+
+def test_embedding_lookup_runs_with_its_params_as_in_tf():
+    # TF 2.21: under replica_device_setter, embedding_lookup's gather is colocated with the
+    # variable (on the ps); only the rows it looks up go to the worker
+    cluster, *_ = _cluster(1)
+    with tf.device(tf.train.replica_device_setter(cluster=cluster,
+                                                  worker_device="/job:worker/task:0")):
+        v = tf.get_variable("v", initializer=np.zeros((10, 4), np.float32))
+        rows = tf.nn.embedding_lookup(v, tf.constant([1, 2]))
+    assert rows.op.colocate is not None and rows.op.colocate.name == "v"

@@ -79,6 +79,9 @@ def main(argv=None) -> int:
     parser.add_argument("--features", type=int, default=8,
                         help="the model's weights (a million: 4 MB that every step moves)")
     parser.add_argument("--examples", type=int, default=32, help="examples per worker")
+    parser.add_argument("--model", choices=["dense", "sparse"], default="dense",
+                        help="sparse: each example looks up 8 of --features weights (an "
+                             "embedding); async, one ps")
     parser.add_argument("--gradient-dtype", choices=["float32", "float16"], default="float32",
                         help="float16: gradients cross the network at half the bytes")
     parser.add_argument("--learning-rate", type=float, default=0.05)
@@ -105,7 +108,7 @@ def main(argv=None) -> int:
                           checkpoint_dir=args.checkpoint_dir,
                           save_checkpoint_steps=args.save_checkpoint_steps,
                           features=args.features, examples=args.examples,
-                          gradient_dtype=args.gradient_dtype)
+                          gradient_dtype=args.gradient_dtype, model=args.model)
         for line in run.describe():
             print(line)
         if args.plot:

@@ -162,7 +162,15 @@ def gather(params, indices, name=None) -> Tensor:
 
 
 def embedding_lookup(params, ids, name=None) -> Tensor:
-    return gather(params, ids, name=name or "embedding_lookup")
+    """tf.nn.embedding_lookup of one params tensor: a gather placed with the params, as TF
+    does (``colocate_with(params)``), so only the rows looked up leave a parameter server."""
+    from .graph import get_default_graph
+
+    anchor = params if isinstance(params, Operation) else getattr(params, "op", None)
+    if anchor is None:
+        return gather(params, ids, name=name or "embedding_lookup")
+    with get_default_graph().colocate_with(anchor):
+        return gather(params, ids, name=name or "embedding_lookup")
 
 
 def _gather_kernel(op, args, rt):

@@ -35,7 +35,7 @@ from .variables import (
 
 def _dedup(indices, values):
     unique, inverse = np.unique(indices, return_inverse=True)
-    summed = np.zeros((len(unique),) + values.shape[1:], values.dtype)
+    summed = np.zeros((len(unique),) + values.shape[indices.ndim:], values.dtype)
     np.add.at(summed, inverse.reshape(-1), values.reshape((-1,) + values.shape[indices.ndim:]))
     return unique, summed
 

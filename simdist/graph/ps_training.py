@@ -128,12 +128,23 @@ def _int_option(**values):
             raise InvalidArgumentError(f"train_on_ps: {label}={value!r}, expected an int >= 1")
 
 
-def _shard(worker: int, seed: int, features: int = FEATURES, examples: int = 32):
-    """Worker ``worker``'s examples of one regression problem (the true weights are shared)."""
+NONZEROS = 8  # features per example in the sparse model
+
+
+def _shard(worker: int, seed: int, features: int = FEATURES, examples: int = 32,
+           model: str = "dense"):
+    """Worker ``worker``'s examples of one regression problem (the true weights are
+    shared): (x, y, ids). Dense: x is [examples, features] and ids None; sparse: each
+    example has NONZEROS feature ``ids`` (seeded) with the values x [examples, NONZEROS]."""
     truth = np.random.default_rng(seed).normal(size=features).astype(np.float32)
+    if model == "sparse":
+        rng = np.random.default_rng(seed + 1000 + worker)
+        ids = rng.integers(0, features, size=(examples, NONZEROS)).astype(np.int32)
+        x = rng.normal(size=(examples, NONZEROS)).astype(np.float32)
+        return x, (truth[ids] * x).sum(axis=1).astype(np.float32), ids
     x = (np.random.default_rng(seed + 1 + worker).normal(size=(examples, features))
          / np.sqrt(features / FEATURES)).astype(np.float32)
-    return x, (x @ truth).astype(np.float32)
+    return x, (x @ truth).astype(np.float32), None
 
 
 def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 10,
@@ -144,7 +155,8 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
                 staleness_weighting: bool = False, warmup_steps: int = 0,
                 worker_timeout_ms: int = 1000, failures=(), checkpoint_dir=None,
                 save_checkpoint_steps: int | None = None, features: int = FEATURES,
-                examples: int = 32, gradient_dtype: str = "float32") -> PSTrainingRun:
+                examples: int = 32, gradient_dtype: str = "float32",
+                model: str = "dense") -> PSTrainingRun:
     """Simulate the between-graph program; see the module docstring. ``step_us`` (one per
     worker, default 1 ms each) is each worker's compute time per step; with
     ``stall_probability`` a step takes ``stall_us`` instead (seeded per worker: random
@@ -190,6 +202,15 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
     if gradient_dtype not in ("float32", "float16"):
         raise InvalidArgumentError(f"train_on_ps: gradient_dtype={gradient_dtype!r}, expected "
                                    "'float32' or 'float16'")
+    if model not in ("dense", "sparse"):
+        raise InvalidArgumentError(f"train_on_ps: model={model!r}, expected 'dense' or "
+                                   "'sparse'")
+    if model == "sparse" and (mode == "sync" or two_phase or ps > 1
+                              or gradient_dtype != "float32"):
+        raise InvalidArgumentError(
+            "train_on_ps: the sparse model is built for asynchronous training on one ps with "
+            "float32 gradients (SyncReplicasOptimizer would need a SparseConditionalAccumulator "
+            "and sharding a partitioned embedding, which simdist does not have yet)")
     if gradient_dtype == "float16" and two_phase:
         raise InvalidArgumentError("train_on_ps: float16 gradients with max_staleness or "
                                    "staleness_weighting are not built: choose one")
@@ -207,7 +228,7 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
     ended_by: dict = {}
 
     def worker(k):
-        x_data, y_data = _shard(k, seed, features, examples)
+        x_data, y_data, ids = _shard(k, seed, features, examples, model)
         graph = tf.Graph()
         with graph.as_default():
             # with several ps tasks the weights are cut in one part per ps, placed by size
@@ -228,7 +249,10 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
                 compute = timed_py_func([], step_us[k], name="compute", stall_us=stall_us,
                                         stall_probability=stall_probability, seed=seed + k)
                 predicted = b - tf.constant(y_data) + 0.0 * compute
-                for part, c in zip(parts, columns):
+                if model == "sparse":  # each example uses NONZEROS of the weights: a lookup
+                    rows = tf.nn.embedding_lookup(parts[0], tf.constant(ids))
+                    predicted = predicted + tf.reduce_sum(rows * tf.constant(x_data), axis=1)
+                for part, c in zip(parts if model == "dense" else [], columns):
                     predicted = predicted + tf.reduce_sum(tf.constant(x_data[:, c]) * part,
                                                           axis=1)
                 loss = tf.reduce_mean(tf.square(predicted))

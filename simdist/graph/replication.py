@@ -71,7 +71,7 @@ def in_graph_training(workers: int = 3, mode: str = "sync", steps: int = 5,
         optimizer = tf.train.GradientDescentOptimizer(learning_rate)
         losses, grads = [], []
         for k in range(workers):
-            x_data, y_data = _shard(k, seed)
+            x_data, y_data, _ = _shard(k, seed)
             with tf.device(f"/job:worker/task:{k}"), tf.name_scope(f"tower_{k}"):
                 error = tf.reduce_sum(tf.constant(x_data) * w, axis=1) - tf.constant(y_data)
                 losses.append(tf.reduce_mean(tf.square(error)))
@@ -221,7 +221,7 @@ def one_model_per_device(learning_rates=(0.01, 0.05, 0.2, 0.5), steps: int = 20,
     _int("one_model_per_device", steps=steps)
     if not learning_rates:
         raise InvalidArgumentError("one_model_per_device: learning_rates is empty")
-    x_data, y_data = _shard(0, seed)
+    x_data, y_data, _ = _shard(0, seed)
     graph = tf.Graph()
     with graph.as_default():
         train_ops, losses = [], []
