@@ -18,11 +18,16 @@ import os
 import re
 from dataclasses import dataclass
 
-from simdist.errors import InvalidArgumentError, NotFoundError, OutOfRangeError, brief
+from simdist.errors import (InvalidArgumentError, NotFoundError, OutOfRangeError, brief,
+                            stricter_than_tf)
 
 TASK_TYPES = ("chief", "master", "worker", "ps", "evaluator")
 
-_JOB_NAME = re.compile(r"[a-z][a-z0-9_]*")
+# TF's runtime parses "/job:NAME" for these names only (device_name_utils.cc)
+_JOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_JOB_RULE = "letters, digits and '_', starting with a letter, such as 'worker'"
+_JOB_WHY = ("TensorFlow's servers name their devices '/job:NAME/...', and its runtime parses "
+            "such names only for " + _JOB_RULE)
 _FIRST_PORT = 2222
 _MAX_LISTED = 8  # how many items an error message lists before abbreviating
 
@@ -75,8 +80,7 @@ class TaskId:
     def __post_init__(self):
         if not isinstance(self.task_type, str) or not _JOB_NAME.fullmatch(self.task_type):
             raise InvalidArgumentError(
-                f"task_type {brief(self.task_type)} is not a job name: expected lower-case "
-                "letters, digits and '_', starting with a letter, such as 'worker'")
+                f"task_type {brief(self.task_type)} is not a job name: expected {_JOB_RULE}")
         if not _is_int(self.task_id) or self.task_id < 0:
             raise InvalidArgumentError(
                 f"task_id {brief(self.task_id)} of task type {brief(self.task_type)} must be an "
@@ -93,8 +97,9 @@ class TaskId:
     def parse(cls, text: str) -> TaskId:
         """Parse "worker:1", "/job:worker/task:1" or "/job:worker/replica:0/task:1"."""
         if isinstance(text, str):
-            match = (re.fullmatch(r"([a-z][a-z0-9_]*):(\d+)", text)
-                     or re.fullmatch(r"/job:([a-z][a-z0-9_]*)(?:/replica:\d+)?/task:(\d+)", text))
+            match = (re.fullmatch(r"([A-Za-z][A-Za-z0-9_]*):(\d+)", text)
+                     or re.fullmatch(r"/job:([A-Za-z][A-Za-z0-9_]*)(?:/replica:\d+)?/task:(\d+)",
+                                     text))
             if match:
                 return cls(match.group(1), int(match.group(2)))
         raise InvalidArgumentError(
@@ -108,9 +113,11 @@ class TaskId:
 class ClusterSpec:
     """Models tf.train.ClusterSpec: job name -> {task index: "host:port"}.
 
-    Each job is given as a list of addresses, a dict {index: address} (sparse, as TF allows),
-    or, as our extension, a task count: addresses are then "localhost:2222", "localhost:2223",
-    ... in canonical task order.
+    Each job is given as a list of addresses or a dict {index: address} (sparse, as TF
+    allows), possibly empty, or, as our extension, a task count: addresses are then
+    "localhost:2222", "localhost:2223", ... in canonical task order. As in TF, ``jobs`` and
+    ``as_dict`` keep the order the jobs were given in, ``repr`` sorts them, and an empty
+    ClusterSpec is falsy; ``tasks()`` is in canonical task order.
     """
 
     def __init__(self, cluster):
@@ -123,19 +130,19 @@ class ClusterSpec:
                 f"cannot build a ClusterSpec from {brief(cluster)} ({type(cluster).__name__}): "
                 "expected a dict job name -> list of 'host:port' addresses, "
                 "{index: address} dict, or task count")
-        self._tasks = [TaskId(job, index) for job, tasks in self._jobs.items() for index in tasks]
+        self._tasks = [TaskId(job, index) for job in sorted(self._jobs, key=_job_sort_key)
+                       for index in self._jobs[job]]
         self._order = {task: position for position, task in enumerate(self._tasks)}
 
     @staticmethod
     def _parse(cluster: dict) -> dict[str, dict[int, str]]:
         for job in cluster:
             if not isinstance(job, str) or not _JOB_NAME.fullmatch(job):
+                why = stricter_than_tf(_JOB_WHY) if isinstance(job, str) else ""
                 raise ClusterSpecError(
-                    f"invalid job name {brief(job)}: expected lower-case letters, digits and '_', "
-                    "starting with a letter, such as 'worker' or 'ps'")
+                    f"invalid job name {brief(job)}: expected {_JOB_RULE} or 'ps'{why}")
         jobs: dict[str, dict[int, str] | int] = {}
-        for job in sorted(cluster, key=_job_sort_key):
-            value = cluster[job]
+        for job, value in cluster.items():
             if _is_int(value):
                 if value < 1:
                     raise ClusterSpecError(
@@ -152,24 +159,21 @@ class ClusterSpec:
                     f"job {brief(job)} has value {brief(value)} ({type(value).__name__}): "
                     "expected a list of 'host:port' addresses, a dict {index: address}, or a "
                     "task count")
-            if not jobs[job] and not _is_int(value):
-                raise ClusterSpecError(f"job {brief(job)} has no tasks: give at least one address")
         # Counted jobs get localhost ports in canonical task order, skipping ports in use.
         used = {address for tasks in jobs.values() if isinstance(tasks, dict)
                 for address in tasks.values()}
         port = _FIRST_PORT
-        result = {}
-        for job, tasks in jobs.items():
-            if isinstance(tasks, int):
-                addresses = {}
-                for index in range(tasks):
+        counted = {}
+        for job in sorted(jobs, key=_job_sort_key):
+            if isinstance(jobs[job], int):
+                counted[job] = {}
+                for index in range(jobs[job]):
                     while f"localhost:{port}" in used:
                         port += 1
-                    addresses[index] = f"localhost:{port}"
+                    counted[job][index] = f"localhost:{port}"
                     port += 1
-                tasks = addresses
-            result[job] = dict(sorted(tasks.items()))
-        return result
+        return {job: dict(sorted(counted.get(job, tasks).items()))
+                for job, tasks in jobs.items()}
 
     # -- TF's API
     @property
@@ -196,11 +200,11 @@ class ClusterSpec:
     def job_tasks(self, job_name: str) -> list[str | None]:
         """Addresses of the job by index, None for the gaps of a sparse job (like TF)."""
         tasks = self._job(job_name)
-        return [tasks.get(index) for index in range(max(tasks) + 1)]
+        return [tasks.get(index) for index in range(max(tasks, default=-1) + 1)]
 
     def as_dict(self) -> dict[str, list[str] | dict[int, str]]:
-        """job -> list of addresses, or {index: address} for a sparse job (like TF)."""
-        return {job: list(tasks.values()) if list(tasks) == list(range(len(tasks)))
+        """job -> list of addresses, or {index: address} for a sparse or empty job (as TF)."""
+        return {job: list(tasks.values()) if tasks and list(tasks) == list(range(len(tasks)))
                 else dict(tasks) for job, tasks in self._jobs.items()}
 
     # -- task order
@@ -215,7 +219,8 @@ class ClusterSpec:
         """The TaskId of "worker:1" (or of a TaskId), checking that the cluster has it."""
         task = name_or_task if isinstance(name_or_task, TaskId) else TaskId.parse(name_or_task)
         if task not in self._order:
-            described = [_describe_job(job, tasks) for job, tasks in self._jobs.items()]
+            described = [_describe_job(job, tasks) for job, tasks in self._jobs.items()
+                         if tasks]
             raise UnknownTaskError(
                 f"no task {brief(task.name)} in the cluster: it has "
                 f"{_abbreviate(described) or 'no tasks'}")
@@ -236,29 +241,40 @@ class ClusterSpec:
             return self._jobs == other._jobs
         return NotImplemented
 
+    def __bool__(self) -> bool:
+        return bool(self._jobs)
+
     def __repr__(self) -> str:
-        return f"ClusterSpec({self.as_dict()!r})"
+        jobs = self.as_dict()
+        return "ClusterSpec({" + ", ".join(f"{job!r}: {jobs[job]!r}"
+                                          for job in sorted(jobs)) + "})"
 
 
 def _check_index(job: str, index) -> int:
     if isinstance(index, str) and index.isdigit():  # JSON object keys are strings
         index = int(index)
     if not _is_int(index) or index < 0:
+        why = stricter_than_tf("no task has a negative index") if _is_int(index) else ""
         raise ClusterSpecError(f"job {brief(job)} has task index {brief(index)}: expected an "
-                               "int >= 0")
+                               f"int >= 0{why}")
     return index
 
 
 def _check_address(job: str, index, address) -> str:
     if not isinstance(address, str) or not address:
+        why = stricter_than_tf("a task needs an address to be reached at") \
+            if address == "" else ""
         raise ClusterSpecError(
-            f"task {job}:{index} has address {brief(address)}: expected a 'host:port' string")
+            f"task {job}:{index} has address {brief(address)}: expected a 'host:port' "
+            f"string{why}")
     return address
 
 
 def _describe_job(job: str, tasks: dict[int, str]) -> str:
     """'worker:0..worker:3' for a dense job, 'worker:1, worker:4' for a sparse one."""
     indices = list(tasks)
+    if not indices:
+        return f"no {job} task"
     if len(indices) > 1 and indices == list(range(indices[0], indices[-1] + 1)):
         return f"{job}:{indices[0]}..{job}:{indices[-1]}"
     return _abbreviate([f"{job}:{index}" for index in indices])
@@ -283,9 +299,17 @@ def chief_task(cluster: ClusterSpec) -> TaskId:
 # ----------------------------------------------------------------------------------- TF_CONFIG
 
 
+_TASK_FORM = '{"type": "worker", "index": 0}'
+#: why simdist refuses a TF_CONFIG task that TFConfigClusterResolver reads without a check
+_TASK_WHY = ("TFConfigClusterResolver reads any task unchecked and the mistake shows only "
+             "later, when the server cannot start")
+
+
 @dataclass
 class TFConfig:
-    """Models the TF_CONFIG environment variable: the cluster and which task this process is."""
+    """Models the TF_CONFIG environment variable as TFConfigClusterResolver reads it: the
+    cluster and which task this process is. Without a cluster it is a local task (TF's
+    resolver gives an empty ClusterSpec and the master ''), whose task is not checked."""
 
     cluster: ClusterSpec
     task_type: str | None
@@ -299,17 +323,22 @@ class TFConfig:
         if (self.task_type is None) != (self.task_id is None):
             raise TFConfigError(
                 f"TF_CONFIG task has type {brief(self.task_type)} and index {brief(self.task_id)}: "
-                "give both or neither")
+                "give both or neither" + stricter_than_tf(_TASK_WHY))
         if self.task_type is not None:
             if not _is_int(self.task_id):
                 raise TFConfigError(
                     f"TF_CONFIG task index {brief(self.task_id)} must be an int, "
-                    f"such as {{\"type\": \"worker\", \"index\": 0}}")
-            self.cluster.task_address(self.task_type, self.task_id)  # checks job and index
+                    f"such as {_TASK_FORM}")
+            if self.cluster:
+                try:
+                    self.cluster.task_address(self.task_type, self.task_id)
+                except (UnknownTaskTypeError, TaskIndexError) as error:
+                    raise type(error)(f"{error}" + stricter_than_tf(_TASK_WHY)) from None
         for key in ("rpc_layer", "environment"):
             value = getattr(self, key)
             if value is not None and not isinstance(value, str):
-                raise TFConfigError(f"TF_CONFIG {key!r} is {brief(value)}: expected a string")
+                raise TFConfigError(f"TF_CONFIG {key!r} is {brief(value)}: expected a string"
+                                    + stricter_than_tf("it names a protocol or a platform"))
 
     @classmethod
     def from_json(cls, text: str) -> TFConfig:
@@ -327,27 +356,27 @@ class TFConfig:
                                 "read") from None
         if not isinstance(config, dict):
             raise TFConfigError(
-                f"TF_CONFIG must be a JSON object with a 'cluster' key, got {text[:80]!r}")
-        if "cluster" not in config:
-            raise TFConfigError(
-                f"TF_CONFIG has no 'cluster' key (keys: {sorted(config)}): expected "
-                '{"cluster": {"worker": ["host:port", ...]}, "task": {"type": ..., "index": ...}}')
+                f"TF_CONFIG must be a JSON object such as {{\"cluster\": ..., \"task\": ...}}, "
+                f"got {text[:80]!r}" + stricter_than_tf(
+                    "a TF_CONFIG that is not an object is always a mistake (TF reads some of "
+                    "them as no cluster and no task)"))
         task = config.get("task")
         task_type = task_id = None
         if task is not None:
             if not isinstance(task, dict):
                 raise TFConfigError(
                     f"TF_CONFIG 'task' is {brief(task)}: expected an object such as "
-                    '{"type": "worker", "index": 0}')
+                    f"{_TASK_FORM}" + stricter_than_tf(_TASK_WHY))
             for key in ("type", "index"):
                 if key not in task:
                     raise TFConfigError(
                         f"TF_CONFIG 'task' {brief(task)} has no {key!r}: expected an object "
-                        'such as {"type": "worker", "index": 0}')
-            task_type, task_id = task["type"], task["index"]
+                        f"such as {_TASK_FORM}" + stricter_than_tf(_TASK_WHY))
+            task_type, task_id = task["type"], _task_index(task["index"])
             if not isinstance(task_type, str):
-                raise TFConfigError(f"TF_CONFIG task type {brief(task_type)} must be a string")
-        return cls(ClusterSpec(config["cluster"]), task_type, task_id,
+                raise TFConfigError(f"TF_CONFIG task type {brief(task_type)} must be a string"
+                                    + stricter_than_tf(_TASK_WHY))
+        return cls(ClusterSpec(config.get("cluster", {})), task_type, task_id,
                    config.get("rpc_layer"), config.get("environment"))
 
     @classmethod
@@ -380,7 +409,30 @@ class TFConfig:
 
     @property
     def is_chief(self) -> bool:
-        return self.task == chief_task(self.cluster)
+        """TF's ``multi_worker_util.is_chief``: the chief task, an evaluator (a chief of its
+        own: it trains nothing), or worker 0 of a cluster without a chief job; simdist also
+        counts a TFJob "master" as the chief."""
+        if self.task_type in ("chief", "evaluator"):
+            return True
+        if "chief" in self.cluster.jobs or "master" in self.cluster.jobs:
+            return self.task == chief_task(self.cluster)
+        return (self.task_type, self.task_id) == ("worker", 0)
+
+
+def _task_index(index) -> int:
+    """TF_CONFIG's task "index": an int, or a string TF reads with ``int()``."""
+    if isinstance(index, str):
+        try:
+            return int(index)
+        except ValueError:
+            raise TFConfigError(f"TF_CONFIG task index {brief(index)} is not an integer, "
+                                f"such as {_TASK_FORM}") from None
+    if not _is_int(index):
+        why = stricter_than_tf("int() would silently truncate it") \
+            if isinstance(index, (bool, float)) else ""
+        raise TFConfigError(f"TF_CONFIG task index {brief(index)} must be an int, such as "
+                            f"{_TASK_FORM}{why}")
+    return index
 
 
 def tf_config_for_all_tasks(cluster) -> dict[str, str]:

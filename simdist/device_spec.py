@@ -10,14 +10,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, stricter_than_tf
 
 
 class DeviceSpecError(InvalidArgumentError):
     """A device string that tf.DeviceSpec cannot parse."""
 
 
-DEVICE_TYPES = ("CPU", "GPU", "TPU", "TPU_SYSTEM")
+#: the device types TF's short forms name ("/gpu:0", "CPU:1", "/epu"); "/device:TYPE:N"
+#: takes any type
+SHORT_DEVICE_TYPES = ("CPU", "GPU", "TPU", "CUSTOM", "EPU")
 _DEVICE_FORM = "/job:<name>/replica:<int>/task:<int>/device:<TYPE>:<int>"
 
 
@@ -25,7 +27,8 @@ _DEVICE_FORM = "/job:<name>/replica:<int>/task:<int>/device:<TYPE>:<int>"
 class DeviceSpec:
     """Models tf.DeviceSpec: a possibly partial device name; None means unspecified.
 
-    device_index None with a device_type set is TF's wildcard "/device:GPU:*".
+    device_index None with a device_type set is TF's wildcard "/device:GPU:*". As in TF, a
+    device type is any name ("CPU", "GPU", "XLA_CPU"...; "cpu" and "gpu" are upper-cased).
     """
 
     job: str | None = None
@@ -37,23 +40,30 @@ class DeviceSpec:
     def __post_init__(self):
         if self.job is not None and (not isinstance(self.job, str) or not self.job
                                      or "/" in self.job or ":" in self.job):
-            raise DeviceSpecError(f"device job {self.job!r} must be a name such as 'worker'")
+            why = (stricter_than_tf("no task of a cluster has an empty job name")
+                   if self.job == "" else "")
+            raise DeviceSpecError(f"device job {self.job!r} must be a name such as "
+                                  f"'worker'{why}")
         for field in ("replica", "task", "device_index"):
             value = getattr(self, field)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                       or value < 0):
-                raise DeviceSpecError(f"device {field} {value!r} must be an int >= 0")
+                why = (stricter_than_tf("no task or device has a negative index")
+                       if isinstance(value, int) and not isinstance(value, bool) else "")
+                raise DeviceSpecError(f"device {field} {value!r} must be an int >= 0{why}")
         if self.device_type is not None:
-            upper = self.device_type.upper() if isinstance(self.device_type, str) else None
-            if upper not in DEVICE_TYPES:
-                raise DeviceSpecError(
-                    f"unknown device type {self.device_type!r}: expected one of "
-                    f"{', '.join(DEVICE_TYPES)}")
-            object.__setattr__(self, "device_type", upper)
+            kind = self.device_type
+            if not isinstance(kind, str) or not kind or "/" in kind or ":" in kind:
+                raise DeviceSpecError(f"device type {kind!r} must be a name such as 'CPU', "
+                                      "'GPU' or 'TPU'")
+            if kind in ("cpu", "gpu"):
+                object.__setattr__(self, "device_type", kind.upper())
 
     @classmethod
     def from_string(cls, spec: str) -> DeviceSpec:
-        """Parse TF's device strings: "/job:ps/task:0/device:CPU:0", "/gpu:1", "GPU:0", ""."""
+        """Parse TF's device strings as tf.DeviceSpec does: "/job:ps/task:0/device:CPU:0",
+        "/gpu:1", "GPU:0", "". A repeated job, replica or task keeps its last value; two
+        device types are an error."""
         if not isinstance(spec, str):
             raise DeviceSpecError(f"device {spec!r} must be a string such as {_DEVICE_FORM}")
         fields: dict = {}
@@ -63,39 +73,49 @@ class DeviceSpec:
                 f"invalid device string {spec!r}: {problem} in {part!r}; "
                 f"expected {_DEVICE_FORM} (every part optional)")
 
-        def put(part, field, value):
-            if field in fields:
-                raise bad(part, f"{field} given twice")
-            fields[field] = value
-
         def to_int(part, text, wildcard=False):
             if wildcard and text == "*":
                 return None
-            if not text.isdigit() or not text.isascii():
-                raise bad(part, f"{text!r} is not an integer")
-            return int(text)
+            try:
+                value = int(text)
+            except ValueError:
+                raise bad(part, f"{text!r} is not an integer") from None
+            if value < 0:
+                raise bad(part, f"{text!r} is negative" + stricter_than_tf(
+                    "no task or device has a negative index"))
+            return value
+
+        def device(part, kind, index):
+            if "device_type" in fields:
+                raise bad(part, "a second device type (TF: 'Multiple device types are not "
+                                "allowed')")
+            fields["device_type"] = kind
+            fields["device_index"] = to_int(part, index, wildcard=True)
 
         for part in spec.split("/"):
             if not part:
                 continue
             pieces = part.split(":")
             key = pieces[0]
-            if key == "job" and len(pieces) == 2 and pieces[1]:
-                put(part, "job", pieces[1])
+            if key == "job" and len(pieces) == 2:
+                if not pieces[1]:
+                    raise bad(part, "an empty job name" + stricter_than_tf(
+                        "no task of a cluster has an empty job name"))
+                fields["job"] = pieces[1]
             elif key in ("replica", "task") and len(pieces) == 2:
-                put(part, key, to_int(part, pieces[1]))
+                fields[key] = (part, pieces[1])  # read at the end: the last one counts
+            elif key.upper() in SHORT_DEVICE_TYPES and len(pieces) <= 2:  # "/gpu:1", "GPU"
+                device(part, key.upper(), pieces[1] if len(pieces) == 2 else "*")
             elif key == "device" and len(pieces) == 3:
-                if pieces[1].upper() not in DEVICE_TYPES:
-                    raise bad(part, f"unknown device type {pieces[1]!r} "
-                                    f"(expected one of {', '.join(DEVICE_TYPES)})")
-                put(part, "device_type", pieces[1].upper())
-                fields["device_index"] = to_int(part, pieces[2], wildcard=True)
-            elif key.upper() in DEVICE_TYPES and len(pieces) <= 2:  # legacy "/gpu:1", "GPU:0"
-                put(part, "device_type", key.upper())
-                index = pieces[1] if len(pieces) == 2 else "*"
-                fields["device_index"] = to_int(part, index, wildcard=True)
+                if not pieces[1]:
+                    raise bad(part, "an empty device type" + stricter_than_tf(
+                        "no device has an empty type"))
+                device(part, pieces[1], pieces[2])
             else:
                 raise bad(part, "unknown or malformed part")
+        for key in ("replica", "task"):
+            if key in fields:
+                fields[key] = to_int(*fields[key])
         return cls(**fields)
 
     def to_string(self) -> str:

@@ -58,6 +58,12 @@ class UnknownError(SimdistError):
     raised an exception of its own; here, a task's main."""
 
 
+def stricter_than_tf(why: str) -> str:
+    """The end of an error message for input that TensorFlow accepts and simdist refuses on
+    purpose (the differential tests look for it)."""
+    return f" (TensorFlow accepts this; simdist does not, because {why})"
+
+
 _BRIEF = reprlib.Repr()  # (its keyword arguments need Python 3.12)
 _BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxlong, _BRIEF.maxother = 3, 60, 40, 60
 _BRIEF.maxtuple = _BRIEF.maxlist = _BRIEF.maxdict = _BRIEF.maxset = 6

@@ -25,7 +25,7 @@ def test_task_id_name_and_parse():
 
 
 @pytest.mark.parametrize("text", ["worker", "worker:x", "/job:worker", "worker:-1",
-                                  "/job:worker/task:1/device:CPU:0", "Worker:1", ""])
+                                  "/job:worker/task:1/device:CPU:0", "9worker:1", ""])
 def test_task_id_parse_malformed(text):
     with pytest.raises(InvalidArgumentError, match=literal(repr(text))) as info:
         TaskId.parse(text)
@@ -35,8 +35,9 @@ def test_task_id_parse_malformed(text):
 def test_task_id_bad_fields():
     with pytest.raises(InvalidArgumentError, match="-1"):
         TaskId("worker", -1)
-    with pytest.raises(InvalidArgumentError, match="'Bad'"):
-        TaskId("Bad", 0)
+    with pytest.raises(InvalidArgumentError, match="'my-job'"):
+        TaskId("my-job", 0)
+    assert TaskId.parse("Worker:1") == TaskId("Worker", 1)  # a job name TF's runtime takes
 
 
 # -------------------------------------------------------------------------------- ClusterSpec
@@ -49,7 +50,7 @@ def test_task_types():
 def test_canonical_job_and_task_order():
     cluster = ClusterSpec({"zeta": 1, "ps": 2, "evaluator": 1, "alpha": 1, "worker": 2,
                            "chief": 1})
-    assert cluster.jobs == ["chief", "worker", "ps", "evaluator", "alpha", "zeta"]
+    assert cluster.jobs == ["zeta", "ps", "evaluator", "alpha", "worker", "chief"]  # as TF
     assert [t.name for t in cluster.tasks()] == [
         "chief:0", "worker:0", "worker:1", "ps:0", "ps:1", "evaluator:0", "alpha:0", "zeta:0"]
     assert cluster.num_tasks_total == 8
@@ -97,13 +98,15 @@ def test_as_dict_round_trip_eq_and_repr():
         cluster = ClusterSpec(spec)
         assert ClusterSpec(cluster.as_dict()) == cluster
         assert ClusterSpec(cluster) == cluster
-        assert repr(cluster) == f"ClusterSpec({cluster.as_dict()!r})"
+        jobs = cluster.as_dict()
+        assert repr(cluster) == "ClusterSpec({" + ", ".join(
+            f"{job!r}: {jobs[job]!r}" for job in sorted(jobs)) + "})"  # TF sorts the jobs
     assert ClusterSpec({"worker": 2}) != ClusterSpec({"worker": 3})
     assert ClusterSpec({}).tasks() == []
 
 
 @pytest.mark.parametrize("spec, shown", [
-    ({"Worker": 2}, "'Worker'"),
+    ({"my-job": 2}, "'my-job'"),
     ({"9w": 2}, "'9w'"),
     ({3: 2}, "3"),
     ({"worker": 0}, "0"),
@@ -115,7 +118,7 @@ def test_as_dict_round_trip_eq_and_repr():
     ({"worker": "host:1"}, "'host:1'"),
     ({"worker": 2.0}, "2.0"),
     ({"worker": True}, "True"),
-    ({"worker": []}, "'worker'"),
+    ({"worker": [""]}, "''"),
     (["worker"], "['worker']"),
 ])
 def test_bad_cluster_specs(spec, shown):
@@ -249,10 +252,10 @@ def test_tf_config_from_env():
     ('{"cluster": {"worker": 2}', "'{\"cluster\": {\"worker\": 2}'"),
     ("not json", "'not json'"),
     ("[1, 2]", "'[1, 2]'"),
-    ('{"task": {"type": "worker", "index": 0}}', "no 'cluster'"),
+    ('{"cluster": {"worker": 2}, "task": {"type": "worker", "index": "x"}}', "'x'"),
     ('{"cluster": {"worker": 2}, "task": {"index": 0}}', "no 'type'"),
     ('{"cluster": {"worker": 2}, "task": {"type": "worker"}}', "no 'index'"),
-    ('{"cluster": {"worker": 2}, "task": {"type": "worker", "index": "1"}}', "'1'"),
+    ('{"cluster": {"worker": 2}, "task": {"type": "worker", "index": true}}', "True"),
     ('{"cluster": {"worker": 2}, "task": {"type": "worker", "index": 1.0}}', "1.0"),
     ('{"cluster": {"worker": 2}, "task": "worker:0"}', "'worker:0'"),
     ('{"cluster": {"worker": 2}, "task": {"type": 3, "index": 0}}', "3"),
@@ -277,10 +280,55 @@ def test_tf_config_unknown_task_type_and_index():
     assert "worker, ps" in str(info.value)
     with pytest.raises(TaskIndexError, match=literal("task index 5 out of range for job 'worker'")):
         TFConfig.from_json('{"cluster": {"worker": 2}, "task": {"type": "worker", "index": 5}}')
-    with pytest.raises(ClusterSpecError, match=literal("'Worker'")):
-        TFConfig.from_json('{"cluster": {"Worker": 2}}')
+    with pytest.raises(ClusterSpecError, match=literal("'9worker'")):
+        TFConfig.from_json('{"cluster": {"9worker": 2}}')
     with pytest.raises(TFConfigError, match="both or neither"):
         TFConfig(ClusterSpec({"worker": 1}), "worker", None)
+
+
+def test_cluster_spec_as_tf_empty_jobs_and_truth():
+    empty = ClusterSpec({})
+    assert not empty and repr(empty) == "ClusterSpec({})" and empty.as_dict() == {}
+    idle = ClusterSpec({"worker": [], "ps": ["p:1"]})
+    assert idle and idle.as_dict() == {"worker": {}, "ps": ["p:1"]}
+    assert idle.num_tasks("worker") == 0 and idle.job_tasks("worker") == []
+    assert [t.name for t in idle.tasks()] == ["ps:0"]
+    assert ClusterSpec({"Worker": ["w:1"]}).jobs == ["Worker"]
+
+
+def test_tf_config_read_as_tf_does():
+    config = TFConfig.from_json('{"cluster": {"worker": ["a:1", "b:1"]}, '
+                                '"task": {"type": "worker", "index": "1"}}')
+    assert config.task == TaskId("worker", 1)  # TF reads the index with int()
+    local = TFConfig.from_json('{"task": {"type": "worker", "index": 0}}')
+    assert not local.cluster and local.task == TaskId("worker", 0)  # a local task
+    assert not TFConfig.from_json("{}").cluster
+
+
+@pytest.mark.parametrize("cluster, task, chief", [
+    ({"chief": ["c:1"], "worker": ["w:1"], "evaluator": ["e:1"]}, ("evaluator", 0), True),
+    ({"worker": ["w:1", "w:2"], "evaluator": ["e:1"]}, ("evaluator", 0), True),
+    ({"worker": ["w:1", "w:2"], "evaluator": ["e:1"]}, ("worker", 0), True),
+    ({"chief": ["c:1"], "worker": ["w:1"]}, ("worker", 0), False),
+    ({"worker": ["w:1"], "ps": ["p:1", "p:2"]}, ("ps", 0), False),
+    ({"ps": ["p:1", "p:2"]}, ("ps", 0), False),
+])
+def test_chief_rule_as_multi_worker_util_is_chief(cluster, task, chief):
+    assert TFConfig(cluster, *task).is_chief is chief
+
+
+@pytest.mark.parametrize("text", [
+    '{"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}}',
+    '{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}',
+    '{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker"}}',
+    '{"cluster": {"worker": ["a:1"]}, "task": "worker:0"}',
+    '{"cluster": {"worker": ["a:1"]}, "rpc_layer": 5}',
+    '{"cluster": {"worker-a": ["a:1"]}}',
+    '[1, 2]',
+])
+def test_tf_config_tf_accepts_and_simdist_refuses_says_so(text):
+    with pytest.raises(ValueError, match="TensorFlow accepts this; simdist does not"):
+        TFConfig.from_json(text)
 
 
 def test_tf_config_for_all_tasks():

@@ -28,7 +28,10 @@ def test_device_spec_error_class():
     ("", (None, None, None, None, None), ""),
     ("/job:worker", ("worker", None, None, None, None), "/job:worker"),
     ("GPU:0", (None, None, None, "GPU", 0), "/device:GPU:0"),
-    ("TPU_SYSTEM:0", (None, None, None, "TPU_SYSTEM", 0), "/device:TPU_SYSTEM:0"),
+    ("/device:TPU_SYSTEM:0", (None, None, None, "TPU_SYSTEM", 0), "/device:TPU_SYSTEM:0"),
+    ("/device:XLA_CPU:1", (None, None, None, "XLA_CPU", 1), "/device:XLA_CPU:1"),
+    ("/epu:2", (None, None, None, "EPU", 2), "/device:EPU:2"),
+    ("/job:worker/job:ps/task:1/task:2", ("ps", None, 2, None, None), "/job:ps/task:2"),
     ("/device:TPU:3/task:2/job:local", ("local", None, 2, "TPU", 3),
      "/job:local/task:2/device:TPU:3"),
 ])
@@ -43,9 +46,10 @@ def test_device_spec_parse_and_print(text, fields, canonical):
     ("/foo:1", "'foo:1'"),
     ("/job:worker/task:x", "'task:x'"),
     ("/job:worker/task:-1", "'task:-1'"),
-    ("/job:worker/job:ps", "'job:ps'"),
+    ("/tpu_system:0", "'tpu_system:0'"),
+    ("TPU_SYSTEM:0", "'TPU_SYSTEM:0'"),
     ("/gpu:0/device:CPU:0", "'device:CPU:0'"),
-    ("/device:FPGA:0", "'FPGA'"),
+    ("/device::0", "'device::0'"),
     ("/fpga:0", "'fpga:0'"),
     ("/device:GPU", "'device:GPU'"),
     ("/job:", "'job:'"),
@@ -61,8 +65,9 @@ def test_device_spec_malformed(text, component):
 
 
 def test_device_spec_bad_fields():
-    with pytest.raises(DeviceSpecError, match=literal("'FPGA'")):
-        DeviceSpec(device_type="FPGA")
+    with pytest.raises(DeviceSpecError, match=literal("'a/b'")):
+        DeviceSpec(device_type="a/b")
+    assert DeviceSpec(device_type="FPGA").to_string() == "/device:FPGA:*"  # as TF
     with pytest.raises(DeviceSpecError, match="-1"):
         DeviceSpec(task=-1)
     with pytest.raises(DeviceSpecError, match="5"):
@@ -92,6 +97,12 @@ def test_device_spec_merge_and_replace():
 ])
 def test_merge_device(outer, inner, expected):
     assert merge_device(outer, inner) == expected
+
+
+@pytest.mark.parametrize("text", ["/job:", "/task:-1", "/device:GPU:-2", "/device::0"])
+def test_device_strings_tf_accepts_and_simdist_refuses_say_so(text):
+    with pytest.raises(DeviceSpecError, match="TensorFlow accepts this; simdist does not"):
+        DeviceSpec.from_string(text)
 
 
 def test_merge_device_rejects_malformed():

@@ -39,7 +39,8 @@ def test_two_clients_share_a_variable_on_the_ps_and_a_local_session_keeps_its_ow
     assert int(b.run(inc_b)) == 5
     # the increment crossed the network: worker -> ps Send/Recv in the trace
     names = {(s.pid, s.name) for s in b.last_trace.spans}
-    assert ("worker:1", "Send Const:0") in names and ("ps:0", "Recv Const:0") in names
+    assert ("worker:1", "Send AssignAdd/value:0") in names and \
+        ("ps:0", "Recv AssignAdd/value:0") in names
     assert ("ps:0", "AssignAdd") in names
 
 
@@ -50,14 +51,29 @@ def test_containers_isolate_and_reset_frees_them():
     exp, inc_exp = counter_client(target, True, container="experiment0")
     assert [int(default.run(inc_default)), int(exp.run(inc_exp)), int(exp.run(inc_exp))] == \
         [1, 1, 2]
-    assert tf.Session.reset(target, ["experiment0"]) == ["experiment0/counter"]
-    assert int(default.run(inc_default)) == 2  # the default container is untouched
+    assert tf.Session.reset(target, ["experiment0"]) is None  # as TF
+    # as TF, reset closed every session on the target
+    with pytest.raises(tf.errors.AbortedError, match="Session.reset"):
+        default.run(inc_default)
+    with pytest.raises(tf.errors.AbortedError):
+        exp.close()
+    again = tf.Session(target, graph=inc_default.graph)
+    assert int(again.run(inc_default)) == 2  # the default container is untouched
+    again_exp = tf.Session(target, graph=inc_exp.graph)
     with pytest.raises(tf.errors.FailedPreconditionError,
                        match="uninitialized value counter"):
-        exp.run(inc_exp)
-    assert tf.Session.reset(target) == ["localhost/counter"]
+        again_exp.run(inc_exp)
+    tf.Session.reset(target)
+    with pytest.raises(tf.errors.FailedPreconditionError):
+        tf.Session(target, graph=inc_default.graph).run(inc_default)
     with pytest.raises(tf.errors.InvalidArgumentError, match="needs a server target"):
         tf.Session.reset("")
+
+
+def test_a_server_address_needs_a_port():
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Could not parse port for local server from 'localhost'"):
+        tf.train.Server({"worker": ["localhost"]}, "worker", 0, start=False)
 
 
 def test_local_server_and_bad_targets():

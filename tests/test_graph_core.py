@@ -93,7 +93,7 @@ def test_variables_assign_and_control_dependencies():
         sess.run(v.initializer)
         assert sess.run(after) == 2.0  # the control edge ran the assign first
         order = [s.name for s in sess.last_trace.spans if s.lane == "CPU:0"]
-        assert order.index("Assign") < order.index("read_value") < order.index("after")
+        assert order.index("Assign") < order.index("read") < order.index("after")
         assert sess.run(add) == 12.0 and sess.run(v) == 12.0 and sess.run(stale) == 12.0
 
 

@@ -116,8 +116,14 @@ def test_unknown_or_out_of_range_devices():
         tf.constant(1.0, name="remote")
     with pytest.raises(tf.errors.InvalidArgumentError, match="assigned to /job:ps/task:0"):
         placed(allow_soft_placement=True)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="unknown device type 'TPUX'"):
-        tf.device("/device:TPUX:0")
+    tf.reset_default_graph()
+    with tf.device("/device:TPUX:0"):  # any device type is a valid name, as in TF ...
+        tf.constant(1.0, name="odd")
+    with pytest.raises(tf.errors.InvalidArgumentError,  # ... that no device has
+                       match="explicitly assigned to /device:TPUX:0 but available devices"):
+        placed()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="'tpux:0'"):
+        tf.device("/tpux:0")
 
 
 def test_log_device_placement_prints_tf_format(capsys):

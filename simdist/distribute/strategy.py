@@ -146,20 +146,31 @@ class Strategy:
             yield DistributedBatch(batch, len(x))
 
     def distribute_datasets_from_function(self, dataset_fn):
-        """``dataset_fn(InputContext)`` returns this worker's iterable of per-replica batches
-        (x, y); consecutive elements go to the local replicas in turn."""
-        ictx = InputContext(self._num_workers(), self._worker_index(), self.num_replicas_in_sync)
-        it = iter(dataset_fn(ictx))
-        local = len(self._devices)
-        while True:
-            parts = []
-            for _ in range(local):
-                try:
-                    parts.append(next(it))
-                except StopIteration:
-                    return
-            batch = (PerReplica(p[0] for p in parts), PerReplica(p[1] for p in parts))
-            yield DistributedBatch(batch, sum(len(p[0]) for p in parts) * self._num_workers())
+        """``dataset_fn(InputContext)`` returns a worker's iterable of per-replica batches
+        (x, y); consecutive elements go to the local replicas in turn.
+
+        As in TF, iteration goes on while any worker has data: a replica whose worker ran
+        out gets an empty batch (no examples, the element's other dimensions), so that every
+        worker takes part in every step's collectives. TF's workers learn whether any has
+        data left from one small all-reduce per step; simdist calls ``dataset_fn`` with each
+        worker's ``InputContext`` instead (it must give a worker the same data every call).
+        """
+        workers, local = self._num_workers(), len(self._devices)
+        datasets = [list(dataset_fn(InputContext(workers, w, self.num_replicas_in_sync)))
+                    for w in range(workers)]
+        first = next((d[0] for d in datasets if d), None)
+        if first is None:
+            return
+        empty = tuple(np.asarray(part)[:0] for part in first)
+        steps = max(-(-len(d) // local) for d in datasets)
+        for k in range(steps):
+            def parts(w):
+                chunk = datasets[w][k * local:(k + 1) * local]
+                return chunk + [empty] * (local - len(chunk))
+            mine = parts(self._worker_index())
+            size = sum(len(p[0]) for w in range(workers) for p in parts(w))
+            batch = (PerReplica(p[0] for p in mine), PerReplica(p[1] for p in mine))
+            yield DistributedBatch(batch, size)
 
     # -- running and reducing -------------------------------------------------------------------
 

@@ -61,8 +61,10 @@ def local_value(value, replica: int):
         return value.values[0] if len(value.values) == 1 else value.values[replica]
     if isinstance(value, dict):
         return {k: local_value(v, replica) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(local_value(v, replica) for v in value)
+    if isinstance(value, list):
+        return [local_value(v, replica) for v in value]
+    if isinstance(value, tuple):  # a DistributedBatch too (args=batch, as in TF)
+        return tuple(local_value(v, replica) for v in value)
     return value
 
 

@@ -65,6 +65,8 @@ class _ReplicaDeviceChooser:
         self._ps_ops, self._ps_strategy = ps_ops, ps_strategy
 
     def device_function(self, op):
+        if not self._merge_devices and op.device:
+            return op.device  # TF: merge_devices=False leaves a device that is set alone
         current = DeviceSpec.from_string(op.device or "")
         if self._ps_tasks and self._ps_device and op.type in self._ps_ops:
             ps_device = DeviceSpec.from_string(self._ps_device)
@@ -79,13 +81,16 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:w
                           merge_devices=True, cluster=None, ps_ops=None, ps_strategy=None):
     """A device function for ``device(...)``: variables on ps tasks, other ops on the worker.
 
-    ``cluster`` (a ClusterSpec or dict) gives ``ps_tasks`` as the size of its "ps" job; with
-    neither, there is nothing to place and it returns None, as TF does.
+    ``cluster`` (a ClusterSpec or dict) gives ``ps_tasks`` as the size of the job that
+    ``ps_device`` names; with no ps tasks (no cluster and ``ps_tasks=0``, or a cluster
+    without that job, or a ``ps_device`` naming no job) there is nothing to place and it
+    returns None, as TF does. With ``merge_devices=False`` an op whose device is already set
+    keeps it untouched.
     """
     if cluster is not None:
         cluster = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(cluster)
-        ps_job = DeviceSpec.from_string(ps_device).job or "ps"
-        if ps_job not in cluster.jobs:
+        ps_job = DeviceSpec.from_string(ps_device).job
+        if ps_job not in cluster.jobs:  # no job in ps_device, or one the cluster lacks
             return None
         ps_tasks = cluster.num_tasks(ps_job)
     if not isinstance(ps_tasks, int) or ps_tasks < 0:

@@ -34,7 +34,10 @@ def gradients(ys, xs, grad_ys=None, name="gradients"):
     """tf.gradients: d(sum of ys)/d(x) for every x in ``xs`` (None where x does not matter)."""
     ys = [convert_to_tensor(y) for y in (ys if isinstance(ys, (list, tuple)) else [ys])]
     single = not isinstance(xs, (list, tuple))
-    xs = [convert_to_tensor(x) for x in ([xs] if single else xs)]
+    # a variable is differentiated through its reference, as TF's ``as_ref=True`` does: every
+    # read of it (``v/read``, ``read_value()``) carries the gradient back to it
+    xs = [x._ref() if hasattr(x, "_ref") else convert_to_tensor(x)
+          for x in ([xs] if single else xs)]
     graph = get_default_graph()
     # the ops on a path from some x to some y
     reach_back = set()

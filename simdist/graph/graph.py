@@ -56,38 +56,38 @@ class Tensor:
         return (f"<simdist Tensor '{self.name}' shape={format_shape(self.shape)} "
                 f"dtype={self.dtype.name}>")
 
-    # operators, as tf.Tensor overloads them
+    # operators, as tf.Tensor overloads them (and names their ops: "add", "mul"...)
     def __add__(self, other):
         from . import math_ops
-        return math_ops.add(self, other)
+        return math_ops.add(self, other, name="add")
 
     def __radd__(self, other):
         from . import math_ops
-        return math_ops.add(other, self)
+        return math_ops.add(other, self, name="add")
 
     def __sub__(self, other):
         from . import math_ops
-        return math_ops.subtract(self, other)
+        return math_ops.subtract(self, other, name="sub")
 
     def __rsub__(self, other):
         from . import math_ops
-        return math_ops.subtract(other, self)
+        return math_ops.subtract(other, self, name="sub")
 
     def __mul__(self, other):
         from . import math_ops
-        return math_ops.multiply(self, other)
+        return math_ops.multiply(self, other, name="mul")
 
     def __rmul__(self, other):
         from . import math_ops
-        return math_ops.multiply(other, self)
+        return math_ops.multiply(other, self, name="mul")
 
     def __truediv__(self, other):
         from . import math_ops
-        return math_ops.divide(self, other)
+        return math_ops.divide(self, other, name="truediv")
 
     def __matmul__(self, other):
         from . import math_ops
-        return math_ops.matmul(self, other)
+        return math_ops.matmul(self, other, name="matmul")
 
     def __neg__(self):
         from . import math_ops
@@ -125,7 +125,8 @@ class Operation:
         self._id = len(graph._ops)
 
     def _set_device(self, device):
-        """Set the requested device (a string or DeviceSpec), in TF's canonical form."""
+        """Set the requested device: a DeviceSpec in its canonical form, a string as it is
+        written (as TF keeps what a device function returns), once checked."""
         if isinstance(device, DeviceSpec):
             device = device.to_string()
         if device is None:
@@ -134,7 +135,8 @@ class Operation:
             raise InvalidArgumentError(
                 f"the device function for op {self.name!r} returned {device!r}: expected a "
                 "device string such as '/job:ps/task:0' or '/device:GPU:0'")
-        self.device = DeviceSpec.from_string(device).to_string()
+        DeviceSpec.from_string(device)
+        self.device = device
 
     def get_attr(self, name):
         if name not in self.attrs:
@@ -237,19 +239,23 @@ class Graph:
                 controls += [c for c in level if c not in controls]
         input_ops = {t.op for t in inputs}
         controls = [c for c in controls if c not in input_ops]
-        if exact:
-            if name in self._by_name:
-                raise InvalidArgumentError(f"the graph already has an op named {name!r}")
-            self._name_counts[name.lower()] = self._name_counts.get(name.lower(), 0) + 1
+        # TF: a name ending in "/" is taken as it is, without marking it used (the name
+        # scope that made it marked it already); a clash is an error, as TF's
+        # "Duplicate node name in graph"
         op_name = name if exact else self.unique_name(name or op_type)
+        if op_name in self._by_name:
+            raise InvalidArgumentError(f"Duplicate node name in graph: {op_name!r} (the graph "
+                                       "already has an op of that name)")
         op = Operation(self, op_type, op_name, inputs, attrs or {}, controls, self._container)
         for index, (dtype, shape) in enumerate(outputs):
             op.outputs.append(Tensor(op, index, as_dtype(dtype), shape))
         for tensor in inputs:
             tensor.consumers_list.append(op)
-        if self._colocate_stack:
-            op.colocate = _colocation_root(self._colocate_stack[-1])
         self._apply_device_functions(op)
+        if self._colocate_stack:  # TF: the op takes the device of the op it is colocated with
+            op.colocate = _colocation_root(self._colocate_stack[-1])
+            if self._colocate_stack[-1].device:
+                op.device = self._colocate_stack[-1].device
         self._ops.append(op)
         self._by_name[op.name] = op
         return op

@@ -100,7 +100,7 @@ class MonitoredSession:
                     hook.after_create_session(sess, self.coord)
                 return
             except PREEMPTION_ERRORS:
-                sess.close()
+                _close_quietly(sess)
                 if waited + self._recovery_wait_secs > self._max_wait_secs:
                     raise
                 world = sess.world()
@@ -201,7 +201,7 @@ class MonitoredSession:
                             ignore_live_threads=True)
         except PREEMPTION_ERRORS:
             pass  # the failure that brought us here
-        self._sess.close()
+        _close_quietly(self._sess)
 
     def close(self, _exception=None):
         if self._sess.closed:
@@ -256,3 +256,12 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
                                                  saver=saver))
     return MonitoredSession(master, is_chief, all_hooks, config, stop_grace_period_secs,
                             max_wait_secs, recovery_wait_secs, checkpoint_dir, saver)
+
+
+def _close_quietly(sess):
+    """Close a session that a preemption ended: TF's _RecoverableSession logs and ignores
+    the AbortedError a session closed by Session.reset gives on close."""
+    try:
+        sess.close()
+    except PREEMPTION_ERRORS:
+        pass

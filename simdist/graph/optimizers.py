@@ -1,10 +1,12 @@
 """Models tf.compat.v1.train's optimizers: GradientDescent, Momentum and Adam.
 
-``compute_gradients`` calls ``gradients``; ``apply_gradients`` adds one fused update op per
+``compute_gradients`` calls ``gradients`` (through each variable's reference, so every read
+of it counts); ``apply_gradients`` makes the slots first (colocated with their variables),
+turns the hyper-parameters into tensors in its name scope, adds one fused update op per
 variable (``ApplyGradientDescent``, ``ApplyMomentum``, ``ApplyAdam``; ``ScatterSub`` /
 ``SparseApplyMomentum`` for an IndexedSlices gradient, duplicate indices summed first),
-colocated with the variable, then increments the global step after them. Each fused op's
-kernel is registered right after the optimizer that builds it.
+colocated with the variable, then increments the global step after them, with TF's op names.
+Each fused op's kernel is registered right after the optimizer that builds it.
 """
 
 from __future__ import annotations
@@ -12,18 +14,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .array_ops import constant, convert_to_tensor
+from .array_ops import convert_to_tensor
 from .control_flow_ops import group
 from .gradients import gradients
-from .graph import get_default_graph
+from .graph import Tensor, get_default_graph
 from .indexed_slices import IndexedSlices
-from .registry import NO_GRADIENT, register
+from .math_ops import cast
+from .registry import NO_GRADIENT, NOT_DIFFERENTIABLE, register
 from .variables import (
     GLOBAL_STEP,
     Variable,
     assign,
     assign_add,
     get_variable,
+    initialized_variable,
     trainable_variables,
     zeros_initializer,
 )
@@ -42,18 +46,26 @@ def _per_element(flops):
 
 
 class Optimizer:
-    """tf.compat.v1.train.Optimizer: compute_gradients, apply_gradients, minimize."""
+    """tf.compat.v1.train.Optimizer: compute_gradients, apply_gradients, minimize.
+
+    Hyper-parameters are "a Tensor or a floating point value" (or a function returning one),
+    as TF1 documents them: ``_prepare`` turns each into a tensor once per ``apply_gradients``
+    and every update casts it to its variable's dtype. Slots and non-slot variables (Adam's
+    beta powers) are keyed by graph, so one optimizer works in several graphs.
+    """
 
     def __init__(self, learning_rate, name):
         self.learning_rate, self._name = learning_rate, name
-        self._slots: dict = {}
+        self._slots: dict = {}  # (graph, variable op name, slot name) -> Variable
+        self._non_slots: dict = {}  # (graph, name) -> Variable
+        self._tensors: dict = {}  # hyper-parameter name -> its tensor (set by _prepare)
 
     def compute_gradients(self, loss, var_list=None):
         var_list = list(var_list) if var_list is not None else trainable_variables()
         if not var_list:
             raise InvalidArgumentError("No variables to optimize: create variables with "
                                        "trainable=True, or pass var_list")
-        grads = gradients(loss, [v._as_tensor() for v in var_list])
+        grads = gradients(loss, var_list)  # through each variable's reference, as TF
         return list(zip(grads, var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
@@ -61,50 +73,76 @@ class Optimizer:
         if not grads_and_vars:
             raise InvalidArgumentError("No gradients provided for any variable: check that "
                                        "the loss depends on the variables")
+        for _, var in grads_and_vars:
+            if not isinstance(var, Variable):
+                raise InvalidArgumentError(f"apply_gradients: {var!r} is not a Variable")
         graph = get_default_graph()
+        self._create_slots([v for _, v in grads_and_vars])
         updates = []
-        with graph.name_scope(name or self._name):
+        with graph.name_scope(name or self._name) as scope:
             self._prepare()
             for grad, var in grads_and_vars:
-                if not isinstance(var, Variable):
-                    raise InvalidArgumentError(f"apply_gradients: {var!r} is not a Variable")
-                with graph.colocate_with(var.op), graph.name_scope("update_" + var.op.name):
+                with graph.name_scope("update_" + var.op.name), graph.colocate_with(var.op):
                     updates.append(self._apply(grad, var))
-            with graph.control_dependencies(updates):
-                finish = self._finish(updates)
             if global_step is None:
-                return finish
-            with graph.control_dependencies([finish]), graph.colocate_with(global_step.op):
-                return assign_add(global_step, constant(1, dtype=global_step.dtype),
-                                  name=name or self._name).op
+                return self._finish(updates, scope)
+            with graph.control_dependencies([self._finish(updates, "update")]), \
+                    graph.colocate_with(global_step.op):
+                return assign_add(global_step, 1, name=scope).op
 
     def minimize(self, loss, global_step=None, var_list=None, name=None):
         return self.apply_gradients(self.compute_gradients(loss, var_list), global_step, name)
 
     def get_slot(self, var, name):
-        return self._slots.get((var.op.name, name))
+        return self._slots.get((var.graph, var.op.name, name))
+
+    def _create_slots(self, var_list):
+        """Make the optimizer's slots for ``var_list`` before the updates (TF's order)."""
 
     def _slot(self, var, name, suffix):
-        key = (var.op.name, name)
+        """A zero-filled slot variable ``VAR/suffix`` colocated with ``var`` (TF's
+        ``_zeros_slot``), made once per variable and graph."""
+        key = (var.graph, var.op.name, name)
         if key not in self._slots:
             graph = get_default_graph()
             with graph.name_scope(None), graph.colocate_with(var.op):
-                self._slots[key] = Variable(np.zeros(var.shape, var.dtype.as_numpy_dtype),
-                                            trainable=False, name=f"{var.op.name}/{suffix}")
+                self._slots[key] = initialized_variable(
+                    f"{var.op.name}/{suffix}", var.shape, var.dtype, zeros_initializer(),
+                    trainable=False)
         return self._slots[key]
 
-    def _constant(self, value, dtype):
-        return constant(value, dtype=dtype)
+    def _non_slot(self, name, initial_value, colocate_with):
+        """A variable of the optimizer's own (Adam's beta powers), one per graph, colocated
+        with ``colocate_with`` (TF's ``_create_non_slot_variable``)."""
+        graph = get_default_graph()
+        key = (graph, name)
+        if key not in self._non_slots:
+            with graph.colocate_with(colocate_with.op):
+                self._non_slots[key] = Variable(initial_value, trainable=False, name=name)
+        return self._non_slots[key]
+
+    def _hyper(self, name, value):
+        """``value`` (a tensor, a number or a function returning one) as a tensor named
+        ``name`` in the optimizer's name scope (TF's ``_prepare``)."""
+        value = value() if callable(value) else value
+        tensor = value if isinstance(value, Tensor) else convert_to_tensor(value, name=name)
+        self._tensors[name] = tensor
+        return tensor
+
+    def _cast(self, name, var):
+        """A prepared hyper-parameter in ``var``'s dtype (TF's ``math_ops.cast``)."""
+        tensor = self._tensors[name]
+        return tensor if tensor.dtype == var.dtype else cast(tensor, var.dtype)
 
     def _prepare(self):
-        pass
+        self._hyper("learning_rate", self.learning_rate)
 
-    def _finish(self, updates):
-        return group(*updates, name="update")
+    def _finish(self, updates, name):
+        return group(*updates, name=name)
 
-    def _fused(self, op_type, inputs, var):
+    def _fused(self, op_type, inputs, var, attrs=None):
         graph = get_default_graph()
-        return graph.create_op(op_type, inputs, [(var.dtype, var.shape)]).outputs[0]
+        return graph.create_op(op_type, inputs, [(var.dtype, var.shape)], attrs).outputs[0]
 
 
 class GradientDescentOptimizer(Optimizer):
@@ -112,7 +150,7 @@ class GradientDescentOptimizer(Optimizer):
         super().__init__(learning_rate, name)
 
     def _apply(self, grad, var):
-        lr = self._constant(self.learning_rate, var.dtype)
+        lr = self._cast("learning_rate", var)
         if isinstance(grad, IndexedSlices):
             return self._fused("ScatterSub", [var._ref(), lr, grad.values, grad.indices], var)
         return self._fused("ApplyGradientDescent", [var._ref(), lr, grad], var)
@@ -136,29 +174,51 @@ def _scatter_sub(op, args, rt):
 register("ApplyGradientDescent", _apply_gd, flops=_per_element(2), stateful=True,
          ref_input=True, grad=NO_GRADIENT)
 register("ScatterSub", _scatter_sub, flops=_per_element(2), stateful=True, ref_input=True,
-         grad=NO_GRADIENT)
+         grad=NOT_DIFFERENTIABLE)  # TF's state_grad.py
 
 
 class MomentumOptimizer(Optimizer):
-    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum"):
+    """tf.compat.v1.train.MomentumOptimizer; ``use_nesterov`` as TF's ApplyMomentum."""
+
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum",
+                 use_nesterov=False):
         super().__init__(learning_rate, name)
-        self.momentum = momentum
+        self.momentum, self.use_nesterov = momentum, bool(use_nesterov)
+
+    def _create_slots(self, var_list):
+        for var in var_list:
+            self._slot(var, "momentum", self._name)
+
+    def _prepare(self):
+        super()._prepare()
+        self._hyper("momentum", self.momentum)
 
     def _apply(self, grad, var):
         accum = self._slot(var, "momentum", self._name)
-        lr = self._constant(self.learning_rate, var.dtype)
-        mom = self._constant(self.momentum, var.dtype)
+        lr, mom = self._cast("learning_rate", var), self._cast("momentum", var)
+        attrs = {"use_nesterov": self.use_nesterov}
         if isinstance(grad, IndexedSlices):
             return self._fused("SparseApplyMomentum", [var._ref(), accum._ref(), lr,
-                                                       grad.values, grad.indices, mom], var)
-        return self._fused("ApplyMomentum", [var._ref(), accum._ref(), lr, grad, mom], var)
+                                                       grad.values, grad.indices, mom], var,
+                               attrs)
+        return self._fused("ApplyMomentum", [var._ref(), accum._ref(), lr, grad, mom], var,
+                           attrs)
+
+
+def _momentum_step(op, var, acc, lr, grad, momentum):
+    """TF's ApplyMomentum: accum = accum * momentum + grad; var -= lr * accum, or with
+    Nesterov var -= lr * grad + lr * momentum * accum."""
+    acc = acc * momentum + grad
+    if op.attrs.get("use_nesterov"):
+        return acc, var - (grad * lr + acc * momentum * lr)
+    return acc, var - lr * acc
 
 
 def _apply_momentum(op, args, rt):
     var, accum, lr, grad, momentum = args
-    acc = accum.read(op) * momentum + grad
+    acc, new = _momentum_step(op, var.read(op), accum.read(op), lr, grad, momentum)
     accum.write(acc.astype(grad.dtype))
-    var.write((var.read(op) - lr * acc).astype(grad.dtype))
+    var.write(new.astype(grad.dtype))
     return [var.read(op).copy()]
 
 
@@ -166,8 +226,8 @@ def _sparse_momentum(op, args, rt):
     var, accum, lr, values, indices, momentum = args
     unique, summed = _dedup(indices, values)
     acc, new = accum.read(op).copy(), var.read(op).copy()
-    acc[unique] = acc[unique] * momentum + summed
-    new[unique] -= lr * acc[unique]
+    acc[unique], new[unique] = _momentum_step(op, new[unique], acc[unique], lr, summed,
+                                              momentum)
     accum.write(acc)
     var.write(new)
     return [new.copy()]
@@ -180,40 +240,53 @@ register("SparseApplyMomentum", _sparse_momentum, flops=_per_element(4), statefu
 
 
 class AdamOptimizer(Optimizer):
+    """tf.compat.v1.train.AdamOptimizer. Its beta-power accumulators are made from
+    ``beta1`` and ``beta2`` as given (a Python float makes them float32, whatever the
+    variables' dtype), colocated with the variable whose name sorts first, once per graph."""
+
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
                  use_locking=False, name="Adam"):
         super().__init__(learning_rate, name)
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
-        self._powers = None
+
+    def _create_slots(self, var_list):
+        first = min(var_list, key=lambda v: v.name)
+        self._non_slot("beta1_power", self.beta1, first)
+        self._non_slot("beta2_power", self.beta2, first)
+        for var in var_list:
+            self._slot(var, "m", self._name)
+            self._slot(var, "v", self._name + "_1")
+
+    def _powers(self):
+        graph = get_default_graph()
+        return self._non_slots[(graph, "beta1_power")], self._non_slots[(graph, "beta2_power")]
+
+    def _prepare(self):
+        super()._prepare()
+        for name in ("beta1", "beta2", "epsilon"):
+            self._hyper(name, getattr(self, name))
 
     def _apply(self, grad, var):
-        if self._powers is None:
-            graph = get_default_graph()
-            with graph.name_scope(None), graph.colocate_with(var.op):
-                self._powers = (Variable(np.array(self.beta1, var.dtype.as_numpy_dtype),
-                                         trainable=False, name="beta1_power"),
-                                Variable(np.array(self.beta2, var.dtype.as_numpy_dtype),
-                                         trainable=False, name="beta2_power"))
         if isinstance(grad, IndexedSlices):
             grad = convert_to_tensor(grad)
         m, v = self._slot(var, "m", self._name), self._slot(var, "v", self._name + "_1")
-        consts = [self._constant(x, var.dtype) for x in
-                  (self.learning_rate, self.beta1, self.beta2, self.epsilon)]
-        return self._fused("ApplyAdam", [var._ref(), m._ref(), v._ref(), self._powers[0]._ref(),
-                                         self._powers[1]._ref(), *consts, grad], var)
+        powers = [p._as_tensor() for p in self._powers()]
+        powers = [p if p.dtype == var.dtype else cast(p, var.dtype) for p in powers]
+        consts = [self._cast(x, var) for x in ("learning_rate", "beta1", "beta2", "epsilon")]
+        return self._fused("ApplyAdam", [var._ref(), m._ref(), v._ref(), *powers, *consts,
+                                         grad], var)
 
-    def _finish(self, updates):
-        b1, b2 = self._powers
+    def _finish(self, updates, name):
         graph = get_default_graph()
-        with graph.colocate_with(b1.op):
-            new1 = _scaled_assign(b1, self.beta1)
-            new2 = _scaled_assign(b2, self.beta2)
-        return group(*updates, new1, new2, name="update")
+        b1, b2 = self._powers()
+        with graph.control_dependencies(updates), graph.colocate_with(b1.op):
+            new1 = assign(b1, b1._as_tensor() * self._tensors["beta1"])
+            new2 = assign(b2, b2._as_tensor() * self._tensors["beta2"])
+        return group(*updates, new1, new2, name=name)
 
 
 def _apply_adam(op, args, rt):
-    var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad = args
-    b1p, b2p = beta1_power.read(op), beta2_power.read(op)
+    var, m, v, b1p, b2p, lr, beta1, beta2, epsilon, grad = args
     lr_t = lr * np.sqrt(1 - b2p) / (1 - b1p)
     m_t = beta1 * m.read(op) + (1 - beta1) * grad
     v_t = beta2 * v.read(op) + (1 - beta2) * grad * grad
@@ -225,10 +298,6 @@ def _apply_adam(op, args, rt):
 
 register("ApplyAdam", _apply_adam, flops=_per_element(12), stateful=True, ref_input=True,
          grad=NO_GRADIENT)
-
-
-def _scaled_assign(var, factor):
-    return assign(var, var._as_tensor() * factor)
 
 
 def get_or_create_global_step(graph=None):

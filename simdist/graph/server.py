@@ -37,6 +37,12 @@ class Server:
         if protocol != "grpc":
             raise InvalidArgumentError(f"protocol {protocol!r} is not supported: use 'grpc'")
         self.address = self.cluster.task_address(job_name, task_index)  # checks both
+        host, colon, port = self.address.rpartition(":")
+        if not colon or not port.isdigit():
+            raise InvalidArgumentError(
+                f"Could not parse port for local server from {self.address!r}: the address "
+                f"of /job:{job_name}/task:{task_index} needs a port, such as "
+                f"'{self.address if not colon else host}:2222'")
         self.job_name, self.task_index = job_name, task_index
         self.machine = machine or Machine()
         self.config = config

@@ -11,10 +11,11 @@ trace of the last run and ``last_placement`` the device of every op.
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, UnavailableError
+from ..errors import AbortedError, InvalidArgumentError, UnavailableError
 from .array_ops import placeholder_not_fed
 from .clients import current_client
 from .world import world_of
@@ -28,6 +29,8 @@ from .server import connect
 from .variables import Variable
 
 _thread_sessions = threading.local()
+#: the open sessions of every server (TF's master sessions), which Session.reset closes
+_server_sessions: weakref.WeakSet = weakref.WeakSet()
 
 
 def _default_sessions() -> list:
@@ -65,6 +68,9 @@ class Session:
             self._local = None
             server, self.runtimes, self.missing = connect(target)
             default_task = (server.job_name, server.task_index)
+            _server_sessions.add(self)
+        self._server = None if target == "" else server
+        self._aborted = self._has_run = False
         self.default_task = f"{default_task[0]}:{default_task[1]}"  # where unplaced ops run
         self.hardware = self.runtimes[self.default_task].machine.hardware
         self._placer = Placer(self.runtimes, default_task, self.config.allow_soft_placement,
@@ -77,8 +83,11 @@ class Session:
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Run the ops needed for ``fetches``; returns their values in the same structure."""
+        if self._aborted:
+            raise _aborted(self)
         if self.closed:
             raise InvalidArgumentError("Attempted to use a closed Session.")
+        self._has_run = True  # TF's master session exists from the first run on
         leaves: list = []
         build = _flatten(fetches, leaves, self.graph)
         feeds = self._feeds(feed_dict or {})
@@ -149,6 +158,8 @@ class Session:
         return self._placer.all_devices()
 
     def close(self):
+        if self._aborted:  # TF: the server has forgotten the session
+            raise _aborted(self)
         if self._local is not None and not self.closed:
             self._local.close()
             world = getattr(self, "_world", None)
@@ -170,16 +181,21 @@ class Session:
     @staticmethod
     def reset(target, containers=None, config=None):
         """Free the resources of ``containers`` (all when None) on every task of the
-        cluster that ``target`` serves: their variables become uninitialized."""
+        cluster that ``target`` serves (their variables become uninitialized) and close
+        every session on ``target`` that has run (TF's master sessions; one that has not
+        run has none): as in TF, their next ``run`` (or ``close``) is an ``AbortedError``.
+        Returns None."""
         if target == "":
             raise InvalidArgumentError("Session.reset needs a server target such as "
                                        "'grpc://localhost:2222': a local session's variables "
                                        "are freed when the session closes")
-        _, runtimes, _ = connect(target)
-        freed = []
+        server, runtimes, _ = connect(target)
         for runtime in runtimes.values():
-            freed += runtime.resources.reset(containers)
-        return freed
+            runtime.resources.reset(containers)
+        for session in list(_server_sessions):
+            if session._server is server and session._has_run and not session.closed:
+                session.closed = session._aborted = True
+                _server_sessions.discard(session)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -241,6 +257,11 @@ class Session:
         for runtime in self.runtimes.values():
             if runtime is None or runtime.closed:
                 raise UnavailableError("a server of this session's cluster was stopped")
+
+
+def _aborted(session) -> AbortedError:
+    return AbortedError(f"Session on {session.target} is not found: Session.reset("
+                        f"{session.target!r}) closed it (open a new Session)")
 
 
 class _DefaultSession:

@@ -60,10 +60,14 @@ def resource_key(op) -> tuple[str, str]:
 
 
 class Initializer:
-    """tf.*_initializer: makes the initial value (a numpy array, seeded) for a shape."""
+    """tf.*_initializer: makes the initial value (a numpy array, seeded) for a shape.
 
-    def __init__(self, fn, name):
+    ``op_name`` is the name of the last op TF's initializer builds (``zeros``,
+    ``random_uniform``...): simdist builds one Const of that name holding the value."""
+
+    def __init__(self, fn, name, op_name=None):
         self.fn, self.name = fn, name
+        self.op_name = op_name or name
 
     def __call__(self, shape, dtype=float32, seed=0):
         dtype = as_dtype(dtype)
@@ -97,25 +101,35 @@ def glorot_uniform_initializer(seed=None):
         fan_out = shape[-1] if shape else 1
         limit = np.sqrt(6.0 / max(1, fan_in + fan_out))
         return rng.uniform(-limit, limit, shape)
-    return Initializer(fn, "glorot_uniform")
+    return Initializer(fn, "glorot_uniform", op_name="random_uniform")
 
 
 # -- Variable -------------------------------------------------------------------------------------
 
 
 class Variable:
-    """Models tf.compat.v1.Variable (a TF1 reference variable)."""
+    """Models tf.compat.v1.Variable (a TF1 reference variable).
+
+    As in TF, a callable ``initial_value`` is called under the name scope "NAME/Initializer"
+    with no device, and what it builds is colocated with the variable (it does not exist
+    yet): the initial value is made where the variable lives."""
 
     def __init__(self, initial_value=None, trainable=True, name=None, dtype=None,
-                 collections=None, shape=None, _initializer_name="initial_value"):
+                 collections=None, shape=None):
         if initial_value is None:
             raise InvalidArgumentError(f"Variable {name!r}: initial_value must be given")
         graph = get_default_graph()
+        first = len(graph._ops)
         with graph.name_scope(name or "Variable") as scope:
             op_name = scope[:-1]
             with graph.name_scope(scope):
-                init = convert_to_tensor(initial_value, dtype=dtype, name=_initializer_name) \
-                    if not isinstance(initial_value, Tensor) else initial_value
+                if callable(initial_value):
+                    with graph.name_scope("Initializer"), graph.device(None):
+                        init = convert_to_tensor(initial_value(), dtype=dtype,
+                                                 name="initial_value")
+                else:
+                    first = None
+                    init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
                 if dtype is not None and init.dtype != as_dtype(dtype):
                     init = cast(init, dtype)
             shape = init.shape if shape is None else tuple(shape)
@@ -123,6 +137,9 @@ class Variable:
                 self.op = graph.create_op("VariableV2", [], [(init.dtype, shape)],
                                           {"shape": shape, "dtype": init.dtype,
                                            "shared_name": ""}, op_name + "/")
+            if first is not None:
+                for op in graph._ops[first:-1]:
+                    op.colocate = self.op
             with graph.colocate_with(self.op), graph.control_dependencies(None):
                 self.initializer = graph.create_op(
                     "Assign", [self.op.outputs[0], init], [(init.dtype, shape)],
@@ -166,8 +183,9 @@ class Variable:
         return self._snapshot
 
     def read_value(self) -> Tensor:
-        """A fresh read of the variable (inside control_dependencies: after them)."""
-        return identity(self.op.outputs[0], name="read_value")
+        """A fresh read of the variable (inside control_dependencies: after them), TF's
+        ``identity(v._ref(), name="read")`` in the current name scope."""
+        return identity(self.op.outputs[0], name="read")
 
     def assign(self, value, name=None):
         return assign(self, value, name=name)
@@ -198,7 +216,7 @@ class Variable:
     def __mul__(self, o): return self._snapshot * o
     def __rmul__(self, o): return o * self._snapshot
     def __matmul__(self, o): return self._snapshot @ o
-    def __rmatmul__(self, o): return matmul(o, self._snapshot)
+    def __rmatmul__(self, o): return matmul(o, self._snapshot, name="matmul")
     def __neg__(self): return -self._snapshot
     __hash__ = object.__hash__
 
@@ -213,19 +231,31 @@ def _variable_kernel(op, args, rt):
 register("VariableV2", _variable_kernel, flops=no_flops, stateful=True, grad=NOT_DIFFERENTIABLE)
 
 
+def _ref_op(op_type, ref, inputs, outputs, attrs=None, name=None):
+    """An op whose first input is ``ref``'s reference: built colocated with the variable, as
+    TF's op wrappers build every op with a reference input (op_def_library's
+    ``_MaybeColocateWith``), so it reports the variable's device."""
+    graph = get_default_graph()
+    with graph.colocate_with(ref.op):
+        return graph.create_op(op_type, [ref._ref(), *inputs], outputs, attrs, name)
+
+
 def _state_op(op_type, ref, value, name):
+    """Assign / AssignAdd / AssignSub, named as TF's op wrappers name them: the op
+    ``name`` (default its type) and its converted input ``name/value``."""
     if not isinstance(ref, Variable):
         raise InvalidArgumentError(f"{op_type} needs a Variable to update, got {ref!r}")
     graph = get_default_graph()
-    value = convert_to_tensor(value, dtype=ref.dtype)
-    if ref.shape is not None and value.shape is not None and None not in value.shape \
-            and None not in ref.shape and value.shape != ref.shape:
-        raise InvalidArgumentError(
-            f"{op_type} '{name or op_type}': shapes of {ref.op.name} {format_shape(ref.shape)} "
-            f"and value {value.name!r} {format_shape(value.shape)} must match")
-    with graph.colocate_with(ref.op):
-        return graph.create_op(op_type, [ref._ref(), value], [(ref.dtype, ref.shape)],
-                               {"validate_shape": True}, name).outputs[0]
+    with graph.name_scope(name or op_type) as scope:
+        value = convert_to_tensor(value, dtype=ref.dtype, name="value")
+        if ref.shape is not None and value.shape is not None and None not in value.shape \
+                and None not in ref.shape and value.shape != ref.shape:
+            raise InvalidArgumentError(
+                f"{op_type} '{scope[:-1]}': shapes of {ref.op.name} "
+                f"{format_shape(ref.shape)} and value {value.name!r} "
+                f"{format_shape(value.shape)} must match")
+        return _ref_op(op_type, ref, [value], [(ref.dtype, ref.shape)],
+                       {"validate_shape": True}, scope).outputs[0]
 
 
 def assign(ref, value, name=None):
@@ -245,7 +275,7 @@ def _assign_kernel(op, args, rt):
 
 
 register("Assign", _assign_kernel, flops=no_flops, stateful=True, ref_input=True,
-         grad=NO_GRADIENT)
+         grad=NOT_DIFFERENTIABLE)  # TF's state_grad.py: Assign, AssignAdd, AssignSub
 
 
 def assign_add(ref, value, name=None):
@@ -265,15 +295,14 @@ def _update_kernel(sign):
     return compute
 
 
-register("AssignAdd", _update_kernel(1), stateful=True, ref_input=True, grad=NO_GRADIENT)
-register("AssignSub", _update_kernel(-1), stateful=True, ref_input=True, grad=NO_GRADIENT)
+register("AssignAdd", _update_kernel(1), stateful=True, ref_input=True,
+         grad=NOT_DIFFERENTIABLE)
+register("AssignSub", _update_kernel(-1), stateful=True, ref_input=True,
+         grad=NOT_DIFFERENTIABLE)
 
 
 def is_variable_initialized(variable):
-    graph = get_default_graph()
-    with graph.colocate_with(variable.op):
-        return graph.create_op("IsVariableInitialized", [variable._ref()],
-                               [("bool", ())]).outputs[0]
+    return _ref_op("IsVariableInitialized", variable, [], [("bool", ())]).outputs[0]
 
 
 register("IsVariableInitialized",
@@ -326,22 +355,35 @@ def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
             f"Variable {full} does not exist, or was not created with tf.get_variable(). "
             "Did you mean to set reuse=tf.AUTO_REUSE in VarScope?")
     if isinstance(initializer, (Tensor, np.ndarray, list, int, float)):
-        value = initializer
-    else:
-        if shape is None:
-            raise InvalidArgumentError(f"get_variable {full!r}: give a shape or a tensor "
-                                       "initializer")
-        dtype = as_dtype(dtype or float32)
-        if initializer is None:
-            initializer = glorot_uniform_initializer() if dtype.is_floating \
-                else zeros_initializer()
-        value = initializer(shape, dtype, seed=len(graph._ops))
-    with graph.name_scope(None), graph.name_scope(full + "/Initializer/"):
-        init = convert_to_tensor(value, dtype=dtype, name="initial_value")
-    with graph.name_scope(None):
-        var = Variable(init, trainable=trainable, name=full, collections=collections)
+        # a constant initial value: built in the variable's name scope, where TF builds it
+        with graph.name_scope(None):
+            var = Variable(initializer, trainable=trainable, name=full, dtype=dtype,
+                           collections=collections)
+        graph._vars_by_name[full] = var
+        return var
+    if shape is None:
+        raise InvalidArgumentError(f"get_variable {full!r}: give a shape or a tensor "
+                                   "initializer")
+    dtype = as_dtype(dtype or float32)
+    if initializer is None:
+        initializer = glorot_uniform_initializer() if dtype.is_floating \
+            else zeros_initializer()
+    var = initialized_variable(full, shape, dtype, initializer, trainable, collections)
     graph._vars_by_name[full] = var
     return var
+
+
+def initialized_variable(name, shape, dtype, initializer, trainable=True,
+                         collections=None) -> Variable:
+    """The variable ``name`` made from an initializer function, as TF's get_variable makes it:
+    the initializer's op (one Const of TF's name for it, e.g. "NAME/Initializer/zeros") is
+    built by the variable, without a device and colocated with it (see ``Variable``).
+    Optimizer slots are made this way too."""
+    graph = get_default_graph()
+    value = initializer(shape, dtype, seed=len(graph._ops))
+    with graph.name_scope(None):
+        return Variable(lambda: convert_to_tensor(value, dtype=dtype, name=initializer.op_name),
+                        trainable=trainable, name=name, collections=collections)
 
 
 def global_variables():
