@@ -148,7 +148,7 @@ def real_train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: i
     source = inspect.getsource(queue_tasks) + "\n" + inspect.getsource(ps_tasks) + "\n"
     tasks = [Task(f"ps:{i}", source + f"serve('ps', {i})", server=True) for i in range(ps)]
     for k in range(workers):
-        x, y = _shard(k, seed)
+        x, y, _ = _shard(k, seed)
         options = {"mode": mode, "workers": workers, "steps": steps,
                    "replicas_to_aggregate": aggregate, "learning_rate": learning_rate,
                    "step_ms": step_ms, "grace_secs": stop_grace_period_secs, "x": x.tolist(),
