@@ -58,6 +58,14 @@ class UnknownError(SimdistError):
     raised an exception of its own; here, a task's main."""
 
 
+def check_ints(function: str, **values) -> None:
+    """Each of ``values`` must be an int >= 1 (not a bool): else one line naming the value,
+    e.g. "train_on_ps: workers=0, expected an int >= 1"."""
+    for label, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidArgumentError(f"{function}: {label}={value!r}, expected an int >= 1")
+
+
 def stricter_than_tf(why: str) -> str:
     """The end of an error message for input that TensorFlow accepts and simdist refuses on
     purpose (the differential tests look for it)."""

@@ -61,8 +61,7 @@ STEP_MS_AT_MOST = 2.5
 def ms_per_step(aggregate) -> float:
     """The average time of a global step with ``STRAGGLERS`` and this replicas_to_aggregate."""
     run = train_on_ps(mode="sync", replicas_to_aggregate=aggregate, **STRAGGLERS)
-    trained = max(t for runs in run.worker_runs.values() for t, _, _ in runs)
-    return trained / 1e6 / run.global_step
+    return run.trained_ns / 1e6 / run.global_step
 
 
 def check_aggregate(module):

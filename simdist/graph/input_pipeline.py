@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import CancelledError, InvalidArgumentError, OutOfRangeError
+from ..errors import CancelledError, InvalidArgumentError, OutOfRangeError, check_ints
 from .clients import simulate_clients
 from .coordinator import Coordinator
 from .data_flow_ops import FIFOQueue
@@ -60,10 +60,8 @@ def loader_trainer(capacity: int = 4, loader_threads: int = 1, steps: int = 20,
     """Simulate the loader/trainer program; see the module docstring. With ``train_us``, a
     step is a ``timed_py_func`` of that length instead of ``train_flops`` of compute: the
     step realdist's ``real_loader_trainer`` measures."""
-    for label, value in (("capacity", capacity), ("loader_threads", loader_threads),
-                         ("steps", steps), ("batch", batch), ("element_size", element_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgumentError(f"loader_trainer: {label}={value!r}, expected an int >= 1")
+    check_ints("loader_trainer", capacity=capacity, loader_threads=loader_threads,
+               steps=steps, batch=batch, element_size=element_size)
     import simdist.graph as tf
 
     stop_all_servers()
@@ -188,10 +186,7 @@ def ensemble(predictors: int = 3, inputs: int = 4, slow: int | None = None,
     it averages what came in time and drops late predictions of earlier inputs."""
     import simdist.graph as tf
 
-    for label, value in (("predictors", predictors), ("inputs", inputs),
-                         ("timeout_ms", timeout_ms)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgumentError(f"ensemble: {label}={value!r}, expected an int >= 1")
+    check_ints("ensemble", predictors=predictors, inputs=inputs, timeout_ms=timeout_ms)
     if slow is not None and not 0 <= slow < predictors:
         raise InvalidArgumentError(f"ensemble: slow={slow!r}, expected a predictor index "
                                    f"0..{predictors - 1} or None")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, check_ints
 from .clients import simulate_clients
 from .server import Server, stop_all_servers
 
@@ -55,6 +55,11 @@ class PSTrainingRun:
     clock: str = "simulated"  # realdist's runs: "wall-clock"
 
     @property
+    def trained_ns(self) -> int:
+        """When the last run of any worker ended: the training, without the shutdown."""
+        return max((t for runs in self.worker_runs.values() for t, _, _ in runs), default=0)
+
+    @property
     def worker_steps(self) -> dict:
         return {k: len(runs) for k, runs in self.worker_runs.items()}
 
@@ -76,7 +81,7 @@ class PSTrainingRun:
 
     def describe(self) -> list[str]:
         """A few lines for the command line."""
-        trained = max((t for runs in self.worker_runs.values() for t, _, _ in runs), default=0)
+        trained = self.trained_ns
         lines = [f"{self.mode} training: global step {self.global_step} after "
                  f"{trained / 1e6:.2f} ms of {self.clock} time"]
         if self.mode == "sync" and self.end_time > trained + 1_000_000:
@@ -108,25 +113,14 @@ class PSTrainingRun:
 
 
 def _check(workers, ps, steps, step_us, replicas_to_aggregate):
-    for label, value in (("workers", workers), ("ps", ps), ("steps", steps)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgumentError(f"train_on_ps: {label}={value!r}, expected an int >= 1")
+    check_ints("train_on_ps", workers=workers, ps=ps, steps=steps)
     if len(step_us) != workers or not all(
             isinstance(t, (int, float)) and not isinstance(t, bool) and t >= 0
             for t in step_us):
         raise InvalidArgumentError(f"train_on_ps: step_us={list(step_us)!r}, expected "
                                    f"{workers} step times in us (numbers >= 0), one per worker")
-    if replicas_to_aggregate is not None and (
-            isinstance(replicas_to_aggregate, bool) or not isinstance(replicas_to_aggregate, int)
-            or replicas_to_aggregate < 1):
-        raise InvalidArgumentError(f"train_on_ps: replicas_to_aggregate="
-                                   f"{replicas_to_aggregate!r}, expected an int >= 1")
-
-
-def _int_option(**values):
-    for label, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgumentError(f"train_on_ps: {label}={value!r}, expected an int >= 1")
+    if replicas_to_aggregate is not None:
+        check_ints("train_on_ps", replicas_to_aggregate=replicas_to_aggregate)
 
 
 NONZEROS = 8  # features per example in the sparse model
@@ -199,7 +193,7 @@ def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 
         raise InvalidArgumentError(f"train_on_ps: max_staleness={max_staleness!r}, expected "
                                    "an int >= 0 or None")
     two_phase = max_staleness is not None or staleness_weighting
-    _int_option(features=features, examples=examples)
+    check_ints("train_on_ps", features=features, examples=examples)
     if gradient_dtype not in ("float32", "float16"):
         raise InvalidArgumentError(f"train_on_ps: gradient_dtype={gradient_dtype!r}, expected "
                                    "'float32' or 'float16'")
@@ -362,8 +356,7 @@ def plot_ps_training(run: PSTrainingRun, path=None):
 
     fig = Figure(figsize=(12, 3.8), layout="constrained")
     loss_ax, step_ax, grad_ax = fig.subplots(1, 3)
-    trained = max((t for runs in run.worker_runs.values() for t, _, _ in runs), default=1)
-    unit, scale = time_unit(max(trained, 1))
+    unit, scale = time_unit(max(run.trained_ns, 1))
     for k, runs in run.worker_runs.items():
         times = [t / scale for t, _, _ in runs]
         loss_ax.plot(times, [loss for _, _, loss in runs], marker=".", label=f"worker {k}")
@@ -415,8 +408,7 @@ def backup_worker_sweep(workers: int = 5, backups=(0, 1, 2), steps: int = 20,
                                        f"0..{workers - 1}")
         run = train_on_ps(workers=workers, mode="sync", steps=steps,
                           replicas_to_aggregate=workers - b, **options)
-        trained = max(t for runs in run.worker_runs.values() for t, _, _ in runs)
-        rows.append({"backups": b, "us_per_step": trained / 1000 / run.global_step,
+        rows.append({"backups": b, "us_per_step": run.trained_ns / 1000 / run.global_step,
                      "applied": run.applied, "dropped": run.dropped})
     return rows
 
@@ -434,9 +426,8 @@ def ps_bandwidth_sweep(configs=({"workers": 1}, {"workers": 2}, {"workers": 4},
     for config in configs:
         run = train_on_ps(mode="async", steps=steps, features=features, examples=2,
                           **{**options, **config})
-        trained = max(t for runs in run.worker_runs.values() for t, _, _ in runs)
         received = sum(s.args.get("bytes", 0) for s in run.trace.spans  # the ops' Recvs
                        if s.pid.startswith("ps:") and s.name.startswith("Recv "))
-        rows.append({**config, "updates_per_s": run.global_step / (trained / 1e9),
+        rows.append({**config, "updates_per_s": run.global_step / (run.trained_ns / 1e9),
                      "ps_received_bytes": received, "global_step": run.global_step})
     return rows

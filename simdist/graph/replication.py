@@ -20,17 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, check_ints
 from .clients import simulate_clients
 from .server import Server, stop_all_servers
 
 FEATURES = 8
-
-
-def _int(function, **values):
-    for label, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgumentError(f"{function}: {label}={value!r}, expected an int >= 1")
 
 
 @dataclass
@@ -54,7 +48,7 @@ def in_graph_training(workers: int = 3, mode: str = "sync", steps: int = 5,
     import simdist.graph as tf
     from .ps_training import _shard
 
-    _int("in_graph_training", workers=workers, steps=steps)
+    check_ints("in_graph_training", workers=workers, steps=steps)
     if mode not in ("sync", "async"):
         raise InvalidArgumentError(f"in_graph_training: mode={mode!r}, expected 'sync' or "
                                    "'async'")
@@ -143,7 +137,7 @@ def model_parallel(architecture: str = "dense", width: int = 2048, layers: int =
     at the end) on one GPU, then split over two GPUs of one machine; see the docstring."""
     import simdist.graph as tf
 
-    _int("model_parallel", width=width, layers=layers, batch=batch)
+    check_ints("model_parallel", width=width, layers=layers, batch=batch)
     if architecture not in ("dense", "branches"):
         raise InvalidArgumentError(f"model_parallel: architecture={architecture!r}, expected "
                                    "'dense' or 'branches'")
@@ -218,7 +212,7 @@ def one_model_per_device(learning_rates=(0.01, 0.05, 0.2, 0.5), steps: int = 20,
     import simdist.graph as tf
     from .ps_training import _shard
 
-    _int("one_model_per_device", steps=steps)
+    check_ints("one_model_per_device", steps=steps)
     if not learning_rates:
         raise InvalidArgumentError("one_model_per_device: learning_rates is empty")
     x_data, y_data, _ = _shard(0, seed)

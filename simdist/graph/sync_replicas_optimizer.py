@@ -22,7 +22,7 @@ the local initializations, the initial tokens and the chief's queue runner.
 
 from __future__ import annotations
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, check_ints
 from .accumulator import ConditionalAccumulator
 from .array_ops import fill
 from .control_flow_ops import group, no_op
@@ -30,7 +30,7 @@ from .data_flow_ops import FIFOQueue
 from .graph import get_default_graph
 from .queue_runner import QueueRunner
 from .session_run_hook import SessionRunHook
-from .variables import LOCAL_VARIABLES, Variable, assign, global_variables
+from .variables import LOCAL_VARIABLES, Variable, assign
 
 
 class SyncReplicasOptimizer:
@@ -43,12 +43,10 @@ class SyncReplicasOptimizer:
         if variable_averages is not None:
             raise InvalidArgumentError("SyncReplicasOptimizer: variable_averages is not "
                                        "simulated by simdist; leave it None")
-        for label, value in (("replicas_to_aggregate", replicas_to_aggregate),
-                             ("total_num_replicas", total_num_replicas)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):
-                raise InvalidArgumentError(f"SyncReplicasOptimizer: {label}={value!r}, "
-                                           "expected an int >= 1")
+        check_ints("SyncReplicasOptimizer", **{
+            label: value for label, value in (("replicas_to_aggregate", replicas_to_aggregate),
+                                              ("total_num_replicas", total_num_replicas))
+            if value is not None})
         if total_num_replicas is None:
             total_num_replicas = replicas_to_aggregate
         self._opt, self._name = opt, name
@@ -81,7 +79,6 @@ class SyncReplicasOptimizer:
                                         dtype=global_step.dtype, name="sync_rep_local_step")
         self.local_step_init_op = assign(self._local_step, global_step).op
         chief_init_ops = [self.local_step_init_op]
-        self.ready_for_local_init_op = global_variables()  # simdist: checked variables
         train_ops, aggregated, var_list = [], [], []
         with graph.name_scope(self._name):
             for grad, var in grads_and_vars:
