@@ -54,6 +54,22 @@ def test_a_task_that_never_lets_a_window_end_is_stopped_too(tmp_path, capsys, bo
     assert time.monotonic() - start < 10
 
 
+@pytest.mark.parametrize("handler", ["SIG_IGN", "SIG_DFL"])
+def test_a_spinning_task_is_stopped_even_when_sigint_is_not_pythons(tmp_path, capsys, handler):
+    """The backup timer interrupts the main thread through SIGINT; a host that ignores SIGINT
+    (or leaves it to the OS) must not turn the timeout off. The handler is restored after."""
+    import signal
+
+    saved = signal.signal(signal.SIGINT, getattr(signal, handler))
+    try:
+        start = time.monotonic()
+        one_line_error(["run", program_file(tmp_path, SPIN), "--timeout", "1"], capsys,
+                       "inside one time window: a task's code runs without yielding")
+        assert time.monotonic() - start < 10
+        assert signal.getsignal(signal.SIGINT) is getattr(signal, handler)
+    finally:
+        signal.signal(signal.SIGINT, saved)
+
 def test_limits_in_the_python_api_and_none_by_default():
     def main(ctx):
         while True:

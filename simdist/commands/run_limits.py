@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import signal
 import threading
 import time
 
@@ -87,15 +88,28 @@ def run_limits(args):
     the timeout inside one window is interrupted and ends with DeadlineExceededError."""
     deadline = time.monotonic() + args.timeout
     lock, state = threading.Lock(), {"running": True, "fired": False}
+    stop = threading.Event()
 
     def interrupt():
-        with lock:
-            if state["running"]:
+        # until the run ends: one interrupt can be lost (caught by code the task calls)
+        if stop.wait(args.timeout + max(1.0, args.timeout / 10)):
+            return
+        while True:
+            with lock:
+                if not state["running"]:
+                    return
                 state["fired"] = True
                 _thread.interrupt_main()  # a KeyboardInterrupt in the main thread
+            if stop.wait(1.0):
+                return
 
-    timer = threading.Timer(args.timeout + max(1.0, args.timeout / 10), interrupt)
-    timer.daemon = True
+    # interrupt_main does nothing while SIGINT is ignored or left to the OS: Python's own
+    # handler for the run (only the main thread may set it)
+    restore = None
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+        restore = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Thread(target=interrupt, name="simdist --timeout", daemon=True)
     timer.start()
     try:
         yield RunLimits(args.max_events, args.max_sim_time,
@@ -111,4 +125,7 @@ def run_limits(args):
     finally:
         with lock:
             state["running"] = False
-        timer.cancel()
+        stop.set()
+        timer.join()
+        if restore is not None:
+            signal.signal(signal.SIGINT, restore)
