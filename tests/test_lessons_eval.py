@@ -2,9 +2,11 @@
 wrong answers with their hints, and the notebook."""
 
 
+import re
+
 import pytest
 
-from simdist import notebooks
+from simdist import lessons, notebooks
 
 from .conftest import ROOT, LessonChecks, assert_notebook_shows
 
@@ -111,6 +113,18 @@ def test_the_right_checkpoints_pass_as_a_set_too():
     r = _result("predict_sidecar", "def predict_sidecar():\n    return {'ckpt-9', 'ckpt-0', "
                 "'ckpt-1', 'ckpt-3', 'ckpt-4', 'ckpt-6', 'ckpt-7'}")
     assert r.passed and r.message.endswith("and skips ckpt-2, ckpt-5, ckpt-8"), r.message
+
+
+@pytest.mark.parametrize("exercise, answer", [
+    ("predict_eval_visits", (32, 32)), ("predict_eval_visits", (64, 0)),
+    ("choose_exactly_once", ("inline", 2, 1)), ("choose_exactly_once", ("exactly_once", 4, 4)),
+    ("predict_sidecar", _ckpts(*range(10))), ("predict_sidecar", _ckpts(1, 3, 5, 7, 9)),
+])
+def test_hints_and_details_come_in_chinese_too(exercise, answer):
+    r = _result(exercise, f"def {exercise}():\n    return {answer!r}")
+    for text in (r.hint, r.detail):
+        chinese = lessons.localize(text, "zh")
+        assert chinese != text and re.search(r"[\u4e00-\u9fff]", chinese), text
 
 
 def test_committed_notebooks_are_not_stale():
