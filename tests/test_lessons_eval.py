@@ -61,7 +61,8 @@ def test_wrong_visit_counts_get_a_hint_aimed_at_the_mistake(answer, hint):
      "trace shows 8", "with 8 shards the shard on worker:1 has ended before 2430 us"),
     (("exactly_once", 4, 9), "you predicted 9 evaluation function runs with 4 shards; the "
      "trace shows 5", "count shard functions, not batches"),
-    (("exactly_once", 4, 6), "you predicted 6 evaluation function runs with 4 shards", "one function per shard, plus one more"),
+    (("exactly_once", 4, 6), "you predicted 6 evaluation function runs with 4 shards",
+     "one function per shard, plus one more"),
     (("exact", 4, 5), "choose_exactly_once returned ('exact', 4, 5), expected (style, shards, "
      "runs)", "return a tuple such as"),
 ])
