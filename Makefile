@@ -76,7 +76,7 @@ bench: $(STAMP)
 	$(BIN)/simdist bench engine
 
 # The scaling studies (benchmarks/): CSVs and figures in benchmarks/results/, the page
-# benchmarks/RESULTS.md; about 80 s on 2 cores. One study: make studies STUDIES_FLAGS="--only scaling"
+# benchmarks/RESULTS.md; 50 to 90 s on 2 cores. One study: make studies STUDIES_FLAGS="--only scaling"
 STUDIES_FLAGS ?=
 studies: $(STAMP)
 	$(BIN)/python -m benchmarks $(STUDIES_FLAGS)

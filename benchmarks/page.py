@@ -68,7 +68,7 @@ def write_page(page: Path, out: Path, studies: list, seconds: dict, command: str
         command_line = f"python -m benchmarks --only {study.name}"
         parts.append(f"\n## {study.title}\n\n{study.about}{took}\n\n"
                      f"Command: `{command_line}` (CSV: [`{rel}/{study.name}.csv`]"
-                     f"({rel}/{study.name}.csv))\n\n![{study.title}]({rel}/{study.name}.png)\n")
+                     f"({rel}/{study.name}.csv))\n\n![{study.title}]({rel}/{study.name}.png)\n\n")
         header, table = study.summary(rows)
         parts.append(markdown_table(header, table) + "\n")
         if study.published:

@@ -98,3 +98,8 @@ def doubling(first: int, last: int) -> list[int]:
     while values[-1] * 2 <= last:
         values.append(values[-1] * 2)
     return values
+
+
+def percent(fraction: float) -> str:
+    """'57%', or '0.4%' below 10% (where whole percents would read 0%)."""
+    return f"{fraction:.0%}" if fraction >= 0.1 else f"{fraction:.1%}"

@@ -45,9 +45,11 @@ def draw(rows, path) -> None:
     grow = [r for r in rows if r["sweep"] == sweeps[0]]
     spread = [r for r in rows if r["sweep"] == sweeps[-1]]
     draw_panels(path, "Global batch scaling (dense model, ring all-reduce)", [
-        Panel(sweeps[0], "global batch", "examples/s and x1000 efficiency", {
-            "examples/s": [(r["global_batch"], r["examples_per_s"]) for r in grow],
-            "efficiency x 1000": [(r["global_batch"], 1000 * r["efficiency"]) for r in grow]}),
+        Panel(sweeps[0], "global batch", "examples/s", {
+            "examples/s": [(r["global_batch"], r["examples_per_s"]) for r in grow]}),
+        Panel(sweeps[0], "global batch", "efficiency", {
+            "efficiency": [(r["global_batch"], r["efficiency"]) for r in grow]},
+            ylim=(0, 1.05)),
         Panel(sweeps[-1], "devices", "examples/s", {
             "examples/s": [(r["devices"], r["examples_per_s"]) for r in spread]},
             ideal=[(r["devices"], r["devices"] * spread[0]["examples_per_s"]

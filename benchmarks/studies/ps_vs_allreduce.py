@@ -6,7 +6,8 @@ from __future__ import annotations
 import functools
 
 from ..figures import Panel, draw_panels
-from ..study import DENSE, PROFILE_NOTE, Study, describe_profile, doubling, step_time, weight
+from ..study import (DENSE, PROFILE_NOTE, Study, describe_profile, doubling, percent, step_time,
+                     weight)
 
 PROFILE = "v100-nvlink2-25gbe"
 PER_MACHINE = 8  # a DGX-1's 8 GPUs
@@ -70,7 +71,7 @@ def summary(rows):
     header = ["series", "devices", "step ms", "communication ms", "efficiency"]
     keep = {8, 64, 512} | {max(r["devices"] for r in rows)}
     return header, [[r["series"], r["devices"], f"{r['step_ms']:.1f}", f"{r['comm_ms']:.1f}",
-                     f"{r['efficiency']:.0%}"] for r in rows if r["devices"] in keep]
+                     percent(r["efficiency"])] for r in rows if r["devices"] in keep]
 
 
 STUDY = Study(

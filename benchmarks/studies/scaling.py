@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from ..figures import Panel, draw_panels
-from ..study import (DENSE, PROFILE_NOTE, SPARSE, Study, describe_profile, doubling,
+from ..study import (DENSE, PROFILE_NOTE, SPARSE, Study, describe_profile, doubling, percent,
                      step_time, weight)
 
 PROFILES = ("v100-nvlink2-25gbe", "a100-nvlink3-100gbe")
@@ -59,7 +59,7 @@ def summary(rows):
     keep = {1, 8, 64, 256, 512} | {max(r["devices"] for r in rows)}
     return header, [[r["model"], r["profile"], r["devices"], f"{r['step_ms']:.2f}",
                      f"{r['examples_per_s']:,.0f}", f"{r['speedup']:.1f}",
-                     f"{r['efficiency']:.0%}"] for r in rows if r["devices"] in keep]
+                     percent(r["efficiency"])] for r in rows if r["devices"] in keep]
 
 
 STUDY = Study(
