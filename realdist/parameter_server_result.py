@@ -36,6 +36,11 @@ def run_result(exercise, report: dict, processes: bool) -> RunResult:
                     {"function": name, "run": out["function_starts"][run["function"]],
                      "steps": run["steps"]})
         function_ns += [(run["end"] - run["start"]) // run["steps"]] * run["steps"]
+    evaluation, eval_runs = {}, {}
+    if "evaluation" in out:  # realdist.parameter_server_eval
+        from .parameter_server_eval import to_metadata
+
+        evaluation["evaluation"], eval_runs = to_metadata(report, tracer, origin)
     kills = [{k: v - origin if k in TIMES and v is not None else v for k, v in f.items()
               if k != "start_line"} for f in report["failures"]]
     for kill in kills:
@@ -48,6 +53,7 @@ def run_result(exercise, report: dict, processes: bool) -> RunResult:
     trace = build_trace(tracer.streams, processes_, processes_,
                         {"source": "realdist", "exercise": exercise.to_dict()})
     runs = {f"step_fn#{f + 1}": n for f, n in enumerate(out["function_starts"])}
+    runs.update(eval_runs)
     metadata = {
         "tensorflow": out["tensorflow"], "strategy_class": out["strategy_class"],
         "devices": [f"/job:{w.replace(':', '/replica:0/task:')}/device:CPU:0"
@@ -63,7 +69,7 @@ def run_result(exercise, report: dict, processes: bool) -> RunResult:
         "iterations": out["iterations"], "shards": out["shards"],
         "failures": list(exercise.failures),
         "kills": kills,
-        "network": report["network"]}
+        "network": report["network"], **evaluation}
     steps = len(out["losses"])
     step_times = [(out["epochs"][-1]["end"] - origin) // steps] * steps
     weights = {k: np.asarray(v, np.float32) for k, v in out["weights"].items()}

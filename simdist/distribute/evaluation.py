@@ -258,5 +258,21 @@ def simulate_evaluation(exercise: Exercise, style: str, eval_examples: int = 256
     return run
 
 
-__all__ = ["CheckpointDirectory", "STYLES", "evaluate_distributed", "evaluate_exactly_once",
-           "evaluate_inline", "sidecar_evaluator", "simulate_evaluation"]
+def describe(evaluation: dict) -> str:
+    """One line saying what an evaluation found (``simdist run parameter_server
+    --evaluation STYLE`` and ``realdist run ...`` print it)."""
+    if evaluation["style"] == "sidecar":
+        metrics = ", ".join(f"{name} {evaluation['metrics'][name]:.6f}"
+                            for name in evaluation["evaluated"])
+        return (f"evaluation sidecar: {len(evaluation['checkpoints'])} checkpoints, evaluated "
+                f"{metrics or 'none'}; skipped {', '.join(evaluation['skipped']) or 'none'}")
+    visits = np.asarray(evaluation["visits"])
+    return (f"evaluation {evaluation['style']}: loss {evaluation['metric']:.6f} over "
+            f"{evaluation['counted']} counted visits of {len(visits)} examples "
+            f"({int((visits > 1).sum())} counted more than once, "
+            f"{int((visits == 0).sum())} never)")
+
+
+__all__ = ["CheckpointDirectory", "STYLES", "describe", "evaluate_distributed",
+           "evaluate_exactly_once", "evaluate_inline", "sidecar_evaluator",
+           "simulate_evaluation"]
