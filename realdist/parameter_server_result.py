@@ -65,7 +65,7 @@ def run_result(exercise, report: dict, processes: bool) -> RunResult:
         "note": "step time: the training's wall time over its steps (asynchronous workers "
                 "overlap, as simdist counts them); function_ns_per_step: inside the functions",
         "function_ns_per_step": int(np.median(function_ns)),
-        "functions": len(out["function_starts"]), "function_runs": runs,
+        "functions": len(runs), "function_runs": runs,
         "iterations": out["iterations"], "shards": out["shards"],
         "failures": list(exercise.failures),
         "kills": kills,
