@@ -19,22 +19,20 @@ set, visits: how many times each example was counted, counted).
 
 ``Evaluation`` is what ``realdist.parameter_server_loop.train`` calls (``saved`` after
 every epoch, ``after_training`` once); ``sidecar`` is the evaluator process's program.
-``kill`` = (worker, seconds down or None) SIGKILLs that worker as soon as it is seen inside
-an evaluation function (the cluster is then one process per task).
+``kill`` = (worker, seconds down or None) SIGKILLs that worker as the evaluation begins and
+restarts it that much later (the cluster is then one process per task): the functions it
+was to run go to the other workers, and when it is back its per-worker dataset is rebuilt.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import numpy as np
 
 from simdist.distribute.evaluation import STYLES, batches_of
 from simdist.errors import InvalidArgumentError, brief
-
-from .models import per_example_loss_fn
 
 LANE = "evaluation"  # as simdist's
 DONE = "training-done"  # the file the coordinator writes once no checkpoint will follow
@@ -110,6 +108,8 @@ class Evaluation:
         n = options["eval_examples"]
         self.x, self.y = data.x[:n], data.y[:n]
         self.batches = batches_of(n, options["eval_batch"])
+        from .models import per_example_loss_fn  # TensorFlow: in the coordinator only
+
         self.loss_of = per_example_loss_fn(exercise.model)
         self.checkpoint_dir, self.control = checkpoint_dir, control
         self.manager, self.checkpoints = None, []
@@ -131,8 +131,7 @@ class Evaluation:
             "weights": {n: tf.convert_to_tensor(v).numpy().tolist()
                         for n, v in weights.items()}})
 
-    def after_training(self, strategy, coordinator, weights: dict, running,
-                       first: int) -> dict:
+    def after_training(self, strategy, coordinator, weights: dict, first: int) -> dict:
         """Evaluate in this run's style; ``first``: the number of the first evaluation
         function (they follow the training's: ``eval_step#N``)."""
         tf, x, y = self.tf, self.x, self.y
@@ -148,36 +147,27 @@ class Evaluation:
                 total += float(_loss_sum(tf, self.loss_of, values, x[idx], y[idx]))
                 visits[idx] += 1
             return _result("inline", total, visits, span=[began, time.monotonic_ns()])
-        kill, stop = self.options["kill"], threading.Event()
-        if kill is not None:
-            from .parameter_server_loop import kill_mid_function
+        if self.options["kill"] is not None:
+            from .parameter_server_loop import order_kill
 
-            kill_mid_function(self.control, [(f"worker:{kill[0]}", 0.0, kill[1])], running,
-                              stop)
+            worker, down = self.options["kill"]
+            order_kill(self.control, f"worker:{worker}", down)
         run = (self._distributed if self.style == "distributed" else self._exactly_once)
-        out = run(strategy, coordinator, weights, running, first)
-        stop.set()
+        out = run(strategy, coordinator, weights, first)
         return {**out, "span": [began, time.monotonic_ns()]}
 
-    def _marked(self, running, function_id, starts):
-        """Count this run of the function on ps:0 and show its worker as busy."""
+    def _started(self, function_id, starts):
+        """Count this run of the function on ps:0; (its worker, its start time)."""
         tf = self.tf
-        worker = tf.distribute.coordinator.experimental_get_current_worker_index()
-        started = tf.gather(starts.scatter_add(
-            tf.IndexedSlices(tf.ones([1], tf.int64), [function_id])), function_id)
-        with tf.control_dependencies([started]):
-            running.scatter_update(tf.IndexedSlices(tf.reshape(function_id + 1, [1]),
-                                                    [worker]))
-        return worker
+        starts.scatter_add(tf.IndexedSlices(tf.ones([1], tf.int64), [function_id]))
+        return (tf.distribute.coordinator.experimental_get_current_worker_index(),
+                tf.timestamp())
 
-    def _idle(self, running, worker, after):
-        tf = self.tf
-        with tf.control_dependencies(after):
-            end = tf.timestamp()
-            running.scatter_update(tf.IndexedSlices(tf.zeros([1], tf.int64), [worker]))
-        return end
+    def _ended(self, after):
+        with self.tf.control_dependencies(after):
+            return self.tf.timestamp()
 
-    def _distributed(self, strategy, coordinator, weights, running, first) -> dict:
+    def _distributed(self, strategy, coordinator, weights, first) -> dict:
         tf, n = self.tf, len(self.x)
         nb = len(self.batches)
         with strategy.scope():
@@ -198,13 +188,12 @@ class Evaluation:
 
         @tf.function
         def eval_step(iterator, function_id):
-            start = tf.timestamp()
-            worker = self._marked(running, function_id, starts)
+            worker, start = self._started(function_id, starts)
             idx = next(iterator)
             loss = _loss_sum(tf, self.loss_of, weights, tf.gather(x, idx), tf.gather(y, idx))
             added = [total.assign_add(tf.reshape(loss, [1])),
                      visits.scatter_add(tf.IndexedSlices(tf.ones_like(idx), idx))]
-            return worker, start, self._idle(running, worker, added)
+            return worker, start, self._ended(added)
 
         values = [coordinator.schedule(eval_step, args=(iterator, tf.constant(i, tf.int64)))
                   for i in range(nb)]
@@ -212,7 +201,7 @@ class Evaluation:
         return _result("distributed", float(total.numpy()[0]), visits.numpy(),
                        **self._runs("eval_step", first, values, starts))
 
-    def _exactly_once(self, strategy, coordinator, weights, running, first) -> dict:
+    def _exactly_once(self, strategy, coordinator, weights, first) -> dict:
         tf, n, shards = self.tf, len(self.x), self.options["shards"]
         with tf.device("/job:ps/task:0"):
             starts = tf.Variable(tf.zeros([shards], tf.int64), name="eval_starts")
@@ -221,8 +210,7 @@ class Evaluation:
 
         @tf.function
         def eval_shard(shard):
-            start = tf.timestamp()
-            worker = self._marked(running, shard, starts)
+            worker, start = self._started(shard, starts)
             total = tf.constant(0.0, tf.float64)  # this run's own accumulators
             seen = tf.zeros([n], tf.int64)
             for i in tf.range(shard, nb, shards):
@@ -230,7 +218,7 @@ class Evaluation:
                 total += _loss_sum(tf, self.loss_of, weights, tf.gather(x, idx),
                                    tf.gather(y, idx))
                 seen = tf.tensor_scatter_nd_add(seen, idx[:, None], tf.ones_like(idx))
-            return worker, start, self._idle(running, worker, [total, seen]), total, seen
+            return worker, start, self._ended([total, seen]), total, seen
 
         values = [coordinator.schedule(eval_shard, args=(tf.constant(i, tf.int64),))
                   for i in range(shards)]
@@ -268,6 +256,8 @@ def sidecar(tf, exercise, options: dict, checkpoint_dir: str, emit) -> None:
     """The evaluator process (``SidecarEvaluator.start()``): evaluate the latest checkpoint
     each time ``tf.train.checkpoints_iterator`` finds a new one; those written since the
     last one evaluated are skipped; stop once the coordinator says training is done."""
+    from .models import per_example_loss_fn
+
     model, data = exercise.build()
     n = options["eval_examples"]
     x, y = data.x[:n], data.y[:n]

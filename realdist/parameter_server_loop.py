@@ -213,7 +213,7 @@ def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
             evaluation.saved(weights, iterations)
     stop.set()
     evaluated = {} if evaluation is None else {"evaluation": evaluation.after_training(
-        strategy, coordinator, weights, running, fid)}
+        strategy, coordinator, weights, fid)}
     shards = {n: [v.device for v in getattr(weights[n], "variables", [weights[n]])]
               for n in names}
     return {"losses": losses, "runs": runs, "epochs": epochs, "began": began,
