@@ -214,11 +214,13 @@ def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
     stop.set()
     evaluated = {} if evaluation is None else {"evaluation": evaluation.after_training(
         strategy, coordinator, weights, fid)}
-    shards = {n: [v.device for v in getattr(weights[n], "variables", [weights[n]])]
-              for n in names}
+    pieces = {n: getattr(weights[n], "variables", [weights[n]]) for n in names}
+    shards = {n: [v.device for v in pieces[n]] for n in names}
+    shapes = {n: [v.shape.as_list() for v in pieces[n]] for n in names}
     return {"losses": losses, "runs": runs, "epochs": epochs, "began": began,
             "weights": {n: tf.convert_to_tensor(weights[n]).numpy().tolist() for n in names},
             "iterations": int(iterations.numpy()),
             "function_starts": starts_on_ps.numpy().tolist(), "shards": shards,
+            "shard_shapes": shapes,
             "strategy_class": type(strategy).__name__, "tensorflow": tf.__version__,
             **evaluated}

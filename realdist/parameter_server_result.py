@@ -67,6 +67,7 @@ def run_result(exercise, report: dict, processes: bool) -> RunResult:
         "function_ns_per_step": int(np.median(function_ns)),
         "functions": len(runs), "function_runs": runs,
         "iterations": out["iterations"], "shards": out["shards"],
+        "shard_shapes": out["shard_shapes"],
         "failures": list(exercise.failures),
         "kills": kills,
         "network": report["network"], **evaluation}
