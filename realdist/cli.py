@@ -26,6 +26,7 @@ import sys
 from simdist.errors import (DeadlineExceededError, InvalidArgumentError, SimdistError,
                             UnavailableError)
 from simdist.cluster import TFConfig
+from simdist.distribute.evaluation import STYLES, describe
 from simdist.distribute.registry import STRATEGIES
 from simdist.exercises import Exercise
 from simdist.files import check_output
@@ -47,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--processes", action="store_true",
                      help="parameter_server: one process per worker and ps task (default: "
                           "all in the coordinator's process, unless --fail kills a worker)")
+    run.add_argument("--evaluation", choices=STYLES, metavar="STYLE",
+                     help="parameter_server: evaluate after training, " + ", ".join(STYLES)
+                          + " (as simdist run parameter_server --evaluation; sidecar: an "
+                          "evaluator process reading the checkpoints of every epoch)")
     sub.add_parser("devices", help="the CPUs, GPUs and TPU that real runs can use")
     split = sub.add_parser("split", help="which examples each replica receives (TF's own "
                                          "split of a global batch)")
@@ -183,6 +188,13 @@ def cmd_run(args) -> int:
             raise InvalidArgumentError(f"--processes is parameter_server's option, not "
                                        f"{exercise.strategy}'s")
         options["processes"] = True
+    if args.evaluation:
+        if exercise.strategy != "parameter_server":
+            raise InvalidArgumentError(f"--evaluation is parameter_server's option, not "
+                                       f"{exercise.strategy}'s")
+        from .parameter_server_eval import check_options
+
+        options["evaluation"] = check_options(exercise, args.evaluation)
     from . import run_exercise
 
     where = (f"{exercise.workers} worker processes x {exercise.devices_per_worker}"
@@ -211,6 +223,8 @@ def cmd_run(args) -> int:
           f"{sum(later) / len(later) / 1e6:.2f} ms (after step 0, which traces the functions)")
     if "function_runs" in meta:  # parameter_server
         _print_function_runs(meta)
+    if "evaluation" in meta:
+        print(f"realdist: {describe(meta['evaluation'])}")
     if args.result:
         saved = result.save(args.result, with_trace=not args.result_no_trace)
         print(f"realdist: run result written to {saved}")

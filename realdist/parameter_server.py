@@ -14,6 +14,7 @@ name, device and shape), to set beside simdist's layout of the same variables.
 from __future__ import annotations
 
 import json
+import tempfile
 
 from simdist import errors
 from simdist.distribute.failures import check_failures
@@ -65,10 +66,23 @@ from realdist import parameter_server_loop as loop
 from simdist.exercises import Exercise
 job = json.loads(JOB)
 servers = [] if job["processes"] else loop.serve_in_process(tf, CLUSTER)
-emit("out", loop.train(tf, CLUSTER, Exercise.from_dict(job["exercise"]), job["failures"],
-                       CONTROL, emit))
+exercise = Exercise.from_dict(job["exercise"])
+evaluation = None
+if job["evaluation"]:
+    from realdist.parameter_server_eval import Evaluation
+    evaluation = Evaluation(tf, exercise, job["evaluation"], job["checkpoint_dir"], CONTROL)
+emit("out", loop.train(tf, CLUSTER, exercise, job["failures"], CONTROL, emit, evaluation))
 sys.stdout.flush()
 os._exit(0)  # the servers' threads would keep the process alive
+"""
+
+_EVALUATOR = r"""
+tf1.enable_eager_execution()
+from realdist.parameter_server_eval import sidecar
+from simdist.exercises import Exercise
+job = json.loads(JOB)
+sidecar(tf, Exercise.from_dict(job["exercise"]), job["evaluation"], job["checkpoint_dir"],
+        emit)
 """
 
 _SERVER = r"""
@@ -79,26 +93,34 @@ serve(tf, CLUSTER, job, int(index))
 
 
 def run_parameter_server(exercise, timeout: float = 300, on_step=None,
-                         processes: bool | None = None):
+                         processes: bool | None = None, evaluation: dict | None = None):
     """Train a parameter_server exercise on real TF; its RunResult. ``processes``: one
     process per task (True), every task in the coordinator's process (False), or the
-    former only when the exercise injects failures (None: a process to kill)."""
+    former only when the exercise injects failures or the evaluation kills a worker (None:
+    a process to kill). ``evaluation``: ``parameter_server_eval.check_options``'s dict, to
+    evaluate after training (``metadata["evaluation"]``)."""
     if exercise.strategy != "parameter_server":
         raise errors.InvalidArgumentError(f"strategy {exercise.strategy!r} is not "
                                           "parameter_server")
     exercise.validate()
     failures = _real_failures(exercise)
-    processes = bool(failures) if processes is None else processes
-    if failures and not processes:
+    kills = bool(failures) or bool(evaluation and evaluation["kill"])
+    processes = kills if processes is None else processes
+    if kills and not processes:
         raise errors.InvalidArgumentError(
-            f"failures {list(exercise.failures)} need one process per task (a worker to kill), "
-            "not the in-process cluster")
-    job = {"exercise": exercise.to_dict(), "processes": processes, "failures": failures}
-    tasks = [Task("chief", f"JOB = {json.dumps(json.dumps(job))}\n" + _CHIEF)]
-    if processes:
-        tasks += server_tasks(exercise)
-    report = run_cluster({"chief": 1, "worker": exercise.workers, "ps": exercise.ps}, tasks,
-                         timeout)
+            f"failures {list(exercise.failures) or [evaluation['kill']]} need one process per "
+            "task (a worker to kill), not the in-process cluster")
+    with tempfile.TemporaryDirectory(prefix="realdist-checkpoints-") as checkpoints:
+        job = {"exercise": exercise.to_dict(), "processes": processes, "failures": failures,
+               "evaluation": evaluation, "checkpoint_dir": checkpoints}
+        code = f"JOB = {json.dumps(json.dumps(job))}\n"
+        tasks = [Task("chief", code + _CHIEF)]
+        if evaluation and evaluation["style"] == "sidecar":
+            tasks.append(Task("evaluator", code + _EVALUATOR))
+        if processes:
+            tasks += server_tasks(exercise)
+        report = run_cluster({"chief": 1, "worker": exercise.workers, "ps": exercise.ps},
+                             tasks, timeout)
     from .parameter_server_result import run_result
 
     result = run_result(exercise, report, processes)

@@ -99,11 +99,13 @@ def kill_mid_function(control: str, failures, running, stop: threading.Event):
 
 
 def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
-          emit=None) -> dict:
+          emit=None, evaluation=None) -> dict:
     """Run the exercise on ``cluster`` from its chief; what the coordinator saw.
     ``failures``: (worker task, seconds after the training starts, seconds down or None),
     carried out by the launcher reading ``control``; ``emit("start_line", ns)`` tells it
-    when the training started."""
+    when the training started. ``evaluation`` (``realdist.parameter_server_eval``) sees
+    every epoch's end (``saved``) and evaluates after training (its result in
+    "evaluation")."""
     model, data = exercise.build()
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(cluster), task_type="chief", task_id=0, rpc_layer="grpc")
@@ -207,11 +209,18 @@ def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
             losses.extend(float(loss) for loss in out)
         epochs.append({"epoch": epoch, "start": start, "end": time.monotonic_ns(),
                        "iterations": int(iterations.numpy())})
+        if evaluation is not None:
+            evaluation.saved(weights, iterations)
     stop.set()
-    shards = {n: [v.device for v in getattr(weights[n], "variables", [weights[n]])]
-              for n in names}
+    evaluated = {} if evaluation is None else {"evaluation": evaluation.after_training(
+        strategy, coordinator, weights, fid)}
+    pieces = {n: getattr(weights[n], "variables", [weights[n]]) for n in names}
+    shards = {n: [v.device for v in pieces[n]] for n in names}
+    shapes = {n: [v.shape.as_list() for v in pieces[n]] for n in names}
     return {"losses": losses, "runs": runs, "epochs": epochs, "began": began,
             "weights": {n: tf.convert_to_tensor(weights[n]).numpy().tolist() for n in names},
             "iterations": int(iterations.numpy()),
             "function_starts": starts_on_ps.numpy().tolist(), "shards": shards,
-            "strategy_class": type(strategy).__name__, "tensorflow": tf.__version__}
+            "shard_shapes": shapes,
+            "strategy_class": type(strategy).__name__, "tensorflow": tf.__version__,
+            **evaluated}

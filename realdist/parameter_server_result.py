@@ -36,6 +36,11 @@ def run_result(exercise, report: dict, processes: bool) -> RunResult:
                     {"function": name, "run": out["function_starts"][run["function"]],
                      "steps": run["steps"]})
         function_ns += [(run["end"] - run["start"]) // run["steps"]] * run["steps"]
+    evaluation, eval_runs = {}, {}
+    if "evaluation" in out:  # realdist.parameter_server_eval
+        from .parameter_server_eval import to_metadata
+
+        evaluation["evaluation"], eval_runs = to_metadata(report, tracer, origin)
     kills = [{k: v - origin if k in TIMES and v is not None else v for k, v in f.items()
               if k != "start_line"} for f in report["failures"]]
     for kill in kills:
@@ -48,6 +53,7 @@ def run_result(exercise, report: dict, processes: bool) -> RunResult:
     trace = build_trace(tracer.streams, processes_, processes_,
                         {"source": "realdist", "exercise": exercise.to_dict()})
     runs = {f"step_fn#{f + 1}": n for f, n in enumerate(out["function_starts"])}
+    runs.update(eval_runs)
     metadata = {
         "tensorflow": out["tensorflow"], "strategy_class": out["strategy_class"],
         "devices": [f"/job:{w.replace(':', '/replica:0/task:')}/device:CPU:0"
@@ -59,11 +65,12 @@ def run_result(exercise, report: dict, processes: bool) -> RunResult:
         "note": "step time: the training's wall time over its steps (asynchronous workers "
                 "overlap, as simdist counts them); function_ns_per_step: inside the functions",
         "function_ns_per_step": int(np.median(function_ns)),
-        "functions": len(out["function_starts"]), "function_runs": runs,
+        "functions": len(runs), "function_runs": runs,
         "iterations": out["iterations"], "shards": out["shards"],
+        "shard_shapes": out["shard_shapes"],
         "failures": list(exercise.failures),
         "kills": kills,
-        "network": report["network"]}
+        "network": report["network"], **evaluation}
     steps = len(out["losses"])
     step_times = [(out["epochs"][-1]["end"] - origin) // steps] * steps
     weights = {k: np.asarray(v, np.float32) for k, v in out["weights"].items()}

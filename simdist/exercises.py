@@ -249,7 +249,8 @@ class RunResult:
         """Write the result's JSON (``with_trace=False``: without its trace)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(with_trace)), encoding="utf-8")
+        path.write_text(json.dumps(self.to_json(with_trace), default=_numpy_to_json),
+                        encoding="utf-8")
         return path
 
     @classmethod
@@ -386,3 +387,11 @@ def max_weight_difference(a: RunResult, b: RunResult) -> float:
         diff = max(diff, float(np.max(np.abs(a.weights[k].astype(np.float64)
                                              - b.weights[k].astype(np.float64)), initial=0)))
     return diff
+
+
+def _numpy_to_json(value):
+    """numpy arrays and scalars in a result's metadata (an evaluation's visits, a
+    checkpoint's weights) as JSON lists and numbers."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} in a run result is not JSON serializable")

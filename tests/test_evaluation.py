@@ -98,3 +98,38 @@ def test_the_sidecar_skips_checkpoints_written_faster_than_it_looks():
 def test_bad_evaluation_options_are_refused(options, message):
     with pytest.raises(InvalidArgumentError, match=message):
         simulate_evaluation(Exercise(strategy="parameter_server"), **options)
+
+
+def test_simdist_run_parameter_server_evaluation_prints_it_and_saves_it(tmp_path, capsys):
+    from simdist.cli import main
+    from simdist.exercises import RunResult
+
+    path = tmp_path / "run.json"
+    assert main(["run", "parameter_server", "--workers", "2", "--steps", "20", "--fail",
+                 DURING_EVAL[0], "--evaluation", "distributed", "--result", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("evaluation distributed: loss 0.011486 over 256 counted visits of 256 examples "
+            "(32 counted more than once, 32 never)") in out
+    exercise, run = _run("distributed", DURING_EVAL)
+    saved = RunResult.load(path).metadata["evaluation"]
+    assert saved["visits"] == run.metadata["evaluation"]["visits"].tolist()
+    assert saved["metric"] == run.metadata["evaluation"]["metric"]
+
+
+def test_simdist_run_parameter_server_sidecar_adds_the_evaluator_task(capsys):
+    from simdist.cli import main
+
+    assert main(["run", "parameter_server", "--steps", "40", "--global-batch", "256",
+                 "--evaluation", "sidecar"]) == 0
+    out = capsys.readouterr().out
+    assert "on 5 tasks" in out  # chief, 2 workers, 1 ps and the evaluator
+    assert "evaluation sidecar: 10 checkpoints, evaluated ckpt-0 " in out
+
+
+def test_evaluation_is_an_option_of_parameter_server_only(capsys):
+    from simdist.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "mirrored", "--evaluation", "inline"])
+    assert stop.value.code == 2 and "unrecognized arguments: --evaluation" in \
+        capsys.readouterr().err

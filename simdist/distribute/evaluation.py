@@ -209,14 +209,14 @@ class Evaluation:
         return result(self.style, total, visits)
 
 
-def simulate_evaluation(exercise: Exercise, style: str, eval_examples: int = 256,
-                        eval_batch: int = 32, shards: int = 4, poll_ns: int = 500_000,
-                        timeout_ns: int = 2_000_000, trace: bool = True) -> RunResult:
-    """Train ``exercise`` (a parameter_server one) and evaluate it in ``style`` on its first
-    ``eval_examples`` examples; the outcome in ``metadata["evaluation"]``."""
-    from ..devices import Hardware, HardwareCatalog
-    from ..simulation import simulate
-
+def evaluation_program(exercise: Exercise, style: str, eval_examples: int = 256,
+                       eval_batch: int = 32, shards: int = 4, poll_ns: int = 500_000,
+                       timeout_ns: int = 2_000_000):
+    """(jobs, main, finish) of a run that trains ``exercise`` (a parameter_server one) and
+    evaluates it in ``style``: the cluster ({job: tasks}, an "evaluator" for the sidecar),
+    every task's main, and ``finish(run, result)`` that completes the RunResult's
+    ``metadata["evaluation"]`` (``simulate_evaluation`` and ``simdist run parameter_server
+    --evaluation STYLE`` run it)."""
     if style not in STYLES:
         raise InvalidArgumentError(f"evaluation style {brief(style)}: expected one of "
                                    f"{', '.join(STYLES)}")
@@ -230,7 +230,7 @@ def simulate_evaluation(exercise: Exercise, style: str, eval_examples: int = 256
         raise InvalidArgumentError(f"eval_examples={eval_examples}: the dataset has only "
                                    f"{len(data.x)} examples")
     x, y = data.x[:eval_examples], data.y[:eval_examples]
-    spec, layout = cluster_and_layout(exercise)
+    spec, _ = cluster_and_layout(exercise)
     jobs = {job: spec.num_tasks(job) for job in ("chief", "worker", "ps")}
     directory = None
     if style == "sidecar":
@@ -247,16 +247,47 @@ def simulate_evaluation(exercise: Exercise, style: str, eval_examples: int = 256
             return cluster.server(ctx).join()
         return coordinator_loop(ctx, exercise, cluster, failures, evaluation)
 
+    def finish(run: RunResult, out) -> RunResult:
+        if style == "sidecar":
+            run.metadata["evaluation"] = {**run.metadata["evaluation"],
+                                          **out.returns["evaluator:0"],
+                                          "checkpoints": directory.checkpoints}
+        return run
+
+    return jobs, main, finish
+
+
+def simulate_evaluation(exercise: Exercise, style: str, eval_examples: int = 256,
+                        eval_batch: int = 32, shards: int = 4, poll_ns: int = 500_000,
+                        timeout_ns: int = 2_000_000, trace: bool = True) -> RunResult:
+    """Train ``exercise`` (a parameter_server one) and evaluate it in ``style`` on its first
+    ``eval_examples`` examples; the outcome in ``metadata["evaluation"]``."""
+    from ..devices import Hardware, HardwareCatalog
+    from ..simulation import simulate
+
+    jobs, main, finish = evaluation_program(exercise, style, eval_examples, eval_batch,
+                                            shards, poll_ns, timeout_ns)
+    _, layout = cluster_and_layout(exercise)
     hardware = Hardware.from_catalog(HardwareCatalog.default(), exercise.hardware, layout)
     out = simulate(jobs, main, hardware=hardware, seed=exercise.seed, trace=trace,
                    metadata={"program": f"{exercise.strategy} evaluation {style}"})
-    run = to_run_result(exercise, out, hardware)
-    if style == "sidecar":
-        run.metadata["evaluation"] = {**run.metadata["evaluation"],
-                                      **out.returns["evaluator:0"],
-                                      "checkpoints": directory.checkpoints}
-    return run
+    return finish(to_run_result(exercise, out, hardware), out)
+
+def describe(evaluation: dict) -> str:
+    """One line saying what an evaluation found (``simdist run parameter_server
+    --evaluation STYLE`` and ``realdist run ...`` print it)."""
+    if evaluation["style"] == "sidecar":
+        metrics = ", ".join(f"{name} {evaluation['metrics'][name]:.6f}"
+                            for name in evaluation["evaluated"])
+        return (f"evaluation sidecar: {len(evaluation['checkpoints'])} checkpoints, evaluated "
+                f"{metrics or 'none'}; skipped {', '.join(evaluation['skipped']) or 'none'}")
+    visits = np.asarray(evaluation["visits"])
+    return (f"evaluation {evaluation['style']}: loss {evaluation['metric']:.6f} over "
+            f"{evaluation['counted']} counted visits of {len(visits)} examples "
+            f"({int((visits > 1).sum())} counted more than once, "
+            f"{int((visits == 0).sum())} never)")
 
 
-__all__ = ["CheckpointDirectory", "STYLES", "evaluate_distributed", "evaluate_exactly_once",
-           "evaluate_inline", "sidecar_evaluator", "simulate_evaluation"]
+__all__ = ["CheckpointDirectory", "STYLES", "describe", "evaluate_distributed",
+           "evaluate_exactly_once", "evaluate_inline", "evaluation_program",
+           "sidecar_evaluator", "simulate_evaluation"]

@@ -158,8 +158,10 @@ def coordinator_loop(ctx, exercise: Exercise, cluster: InProcessCluster, failure
         yield from evaluation.after_training(ctx, coordinator, model, variables))}
     runs = {"functions": coordinator._scheduled, "restores": restores,
             "ps_bytes_stored": strategy.ps_load(),
-            "shards": {name: ([v.device for v in var.variables] if hasattr(var, "variables")
-                              else [var.device]) for name, var in variables.items()},
+            "shards": {name: [v.device for v in getattr(var, "variables", [var])]
+                       for name, var in variables.items()},
+            "shard_shapes": {name: [list(v.shape) for v in getattr(var, "variables", [var])]
+                             for name, var in variables.items()},
             **evaluated}
     weights = {name: var.numpy() for name, var in variables.items()}
     times = [ctx.now // max(1, len(losses))] * len(losses)  # throughput: async steps overlap

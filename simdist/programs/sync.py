@@ -25,26 +25,54 @@ def make_program(record) -> Program:
     module = importlib.import_module(record.program)
     to_run_result = module.to_run_result
     strategy = record.name
-    run = {}  # the tasks' main of the run that setup prepared
+    run = {}  # the tasks' main of the run that setup prepared, and its finish
+    evaluates = record.asynchronous  # parameter_server: evaluation.py's styles
+
+    def add_arguments(parser):
+        Exercise.add_arguments(parser)
+        if evaluates:
+            from ..distribute.evaluation import STYLES
+
+            parser.add_argument("--evaluation", choices=STYLES, metavar="STYLE",
+                                help="evaluate after training: " + ", ".join(STYLES)
+                                + " (TF's parameter-server training guide; sidecar adds an "
+                                "evaluator task reading the checkpoints)")
 
     def setup(args):
         exercise = _exercise(strategy, args)
         exercise.build()  # model/dataset mismatches before anything runs
+        run["finish"] = lambda result, out: result
+        if getattr(args, "evaluation", None):
+            from ..cluster import ClusterSpec
+            from ..distribute.evaluation import evaluation_program
+
+            jobs, run["main"], run["finish"] = evaluation_program(exercise, args.evaluation)
+            return ClusterSpec(jobs), module.cluster_and_layout(exercise)[1]
         run["main"] = module.make_main(exercise)
         return module.cluster_and_layout(exercise)
 
     def main(ctx, args):
         return run["main"](ctx)
 
+    def result_of(result, hardware, args):
+        return run["finish"](to_run_result(_exercise(strategy, args), result, hardware),
+                             result)
+
     def report(result, hardware, args) -> str:
         from ..compare import format_run
 
-        return "\n" + format_run(to_run_result(_exercise(strategy, args), result, hardware))
+        done = result_of(result, hardware, args)
+        text = "\n" + format_run(done)
+        if getattr(args, "evaluation", None):
+            from ..distribute.evaluation import describe
+
+            text += "\n" + describe(done.metadata["evaluation"])
+        return text
 
     def save(result, hardware, args) -> list[str]:
         if not args.result:
             return []
-        run = to_run_result(_exercise(strategy, args), result, hardware)
+        run = result_of(result, hardware, args)
         saved = run.save(args.result, with_trace=not args.result_no_trace)
         return [f"result:   {saved}  (simdist compare it with a realdist run)"]
 
@@ -55,5 +83,5 @@ def make_program(record) -> Program:
         return exercise.steps * (8 * exercise.num_replicas ** 2 + 100)
 
     return Program(name=strategy, summary=record.summary, setup=setup, main=main,
-                   default_system=record.default_hardware, add_arguments=Exercise.add_arguments,
+                   default_system=record.default_hardware, add_arguments=add_arguments,
                    report=report, save=save, cost=cost)
