@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
                           + " (as simdist run parameter_server --evaluation; sidecar: an "
                           "evaluator process reading the checkpoints of every epoch)")
     sub.add_parser("devices", help="the CPUs, GPUs and TPU that real runs can use")
+    measure = sub.add_parser("measure", help="step times of a plan of exercises (what simdist "
+                                             "calibrate and simdist bench predict run)",
+                             add_help=False)
+    measure.add_argument("rest", nargs=argparse.REMAINDER,
+                         help="'realdist measure --help' for its options")
     split = sub.add_parser("split", help="which examples each replica receives (TF's own "
                                          "split of a global batch)")
     split.add_argument("strategy", metavar="STRATEGY", choices=["mirrored",
@@ -158,6 +163,11 @@ def _add_queue_commands(queues) -> None:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["measure"]:
+        from .measure import main as measure_main
+
+        return measure_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return {"run": cmd_run, "devices": cmd_devices, "split": cmd_split,

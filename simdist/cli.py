@@ -84,7 +84,8 @@ def build_parser(program=None) -> argparse.ArgumentParser:
                     "mpiexec): the ring's data path against MPI_Allreduce; "
                     "allreduce-formulas: simulated times against the closed forms; "
                     "scale: wall time, events/s and memory from 64 to 4,096 simulated "
-                    "devices, message vs flow fidelity. "
+                    "devices, message vs flow fidelity; predict: the calibrated "
+                    "simulator's step times against real TF runs (simdist calibrate first). "
                     "'simdist bench NAME --help' for each one's options.")
     bench.add_argument("which", choices=sorted(BENCHES), help="which benchmark")
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="the benchmark's own options")
@@ -92,6 +93,11 @@ def build_parser(program=None) -> argparse.ArgumentParser:
     sweep = sub.add_parser("plot-collectives", add_help=False,
                            help="time and bus bandwidth vs message size, every algorithm")
     sweep.add_argument("rest", nargs=argparse.REMAINDER)
+
+    calibrate = sub.add_parser("calibrate", add_help=False,
+                               help="fit a hardware profile to step times measured on real "
+                                    "TF here (or to your own CSV table)")
+    calibrate.add_argument("rest", nargs=argparse.REMAINDER)
 
     check = sub.add_parser("check", add_help=False,
                            help="check a lesson's exercises: simdist check 01 / --all")
@@ -338,6 +344,12 @@ def cmd_plot_collectives(argv) -> int:
     return plot_collectives.main(argv)
 
 
+def cmd_calibrate(argv) -> int:
+    from .commands import calibrate
+
+    return calibrate.main(argv)
+
+
 def cmd_check(argv) -> int:
     from .commands import check
 
@@ -370,10 +382,11 @@ def cmd_course(argv) -> int:
 
 #: benchmark name -> module under simdist.bench with a main(argv) -> int
 BENCHES = {"engine": "engine", "allreduce": "allreduce", "allreduce-formulas": "formulas",
-           "scale": "scale"}
+           "scale": "scale", "predict": "predict"}
 
 COMMANDS = {"list": cmd_list, "summary": cmd_summary, "plot": cmd_plot}
 #: commands that take their own options (listed in --help by build_parser)
-PASSTHROUGH = {"bench": cmd_bench, "plot-collectives": cmd_plot_collectives,
+PASSTHROUGH = {"bench": cmd_bench, "calibrate": cmd_calibrate,
+               "plot-collectives": cmd_plot_collectives,
                "check": cmd_check, "lesson": cmd_lesson, "compare": cmd_compare,
                "ps": cmd_ps, "course": cmd_course}

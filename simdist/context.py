@@ -99,18 +99,37 @@ class TaskContext:
         return Timeout(self.env, delay, value)
 
     def compute(self, name: str, flops: float = 0, nbytes: int = 0, device: int = 0,
-                cat: str = "compute", **args):
+                cat: str = "compute", ops: int = 0, **args):
         """Run an op on one of this task's devices; returns the event of its end.
 
         Duration from the cost model: max(FLOPs / (peak x efficiency), bytes / memory
-        bandwidth) + launch overhead. Ops on one device run one after another (one stream).
+        bandwidth) + launch overhead (+ ``ops`` x the profile's per-op overhead, when the op
+        stands for that many TF ops). Ops on one device run one after another (one stream);
+        on ``virtual`` devices, ops of all the task's devices and its host do.
         """
         self.device(device)  # checks the index
         lane = self._device_name(device)
-        duration = self.hardware.device.compute_time_ns(flops, nbytes)
-        start = self.occupy(lane, duration)
+        duration = self.hardware.device.compute_time_ns(flops, nbytes, ops=ops)
+        start = self.occupy(HOST if self.hardware.device.virtual else lane, duration)
         self.span(lane, name, cat, start, duration, flops=flops, **args)
         return self.env.timeout(start + duration - self.env.now)
+
+    def busy(self, device: int | None, name: str, duration: int, cat: str = "host"):
+        """``duration`` ns of work that is no op's FLOPs (a runtime's own overhead) on a
+        device (None: the host), booked like an op; the event of its end."""
+        lane = HOST if device is None else self._device_name(device)
+        start = self.occupy(HOST if self.hardware.device.virtual else lane, duration)
+        self.span(lane, name, cat, start, duration)
+        return self.env.timeout(start + duration - self.env.now)
+
+    def host_step(self, replicas: int, input_bytes: int = 0, distributed: bool = False):
+        """The host's own work of one training step (``DeviceProfile.host_step_ns``: the
+        Python loop, the input iterator, the function call), a span on the host lane; an
+        event (already done when the profile charges nothing)."""
+        duration = self.hardware.device.host_step_ns(replicas, input_bytes, distributed)
+        if not duration:
+            return self.env.timeout(0)
+        return self.busy(None, "input + dispatch", duration)
 
     def occupy(self, lane: str, duration: int) -> int:
         """Book ``duration`` ns on a device's stream (``lane``) after what it runs already;

@@ -80,7 +80,30 @@ def _ceil_div(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class DeviceProfile:
-    """One device: peak FLOP/s, memory bandwidth (bytes/s), memory (bytes), op overhead (ns)."""
+    """One device: peak FLOP/s, memory bandwidth (bytes/s), memory (bytes), op overhead (ns).
+
+    The last seven fields are the host-side costs a calibrated profile (``simdist calibrate``)
+    measures; the built-in profiles leave them at 0, so that a step is its roofline ops and
+    messages alone, as the lessons' closed forms have it:
+
+    - ``op_overhead_ns``: TF's executor dispatching one op, for each TF op a simulated compute
+      call stands for (a replica's forward and backward pass is ``Model.num_ops`` ops, an
+      update one op per variable);
+    - ``step_overhead_ns`` and ``replica_overhead_ns``: the host's own work per training step
+      (the Python loop, the input iterator, the ``tf.function`` call) and per local replica
+      (cutting the batch, dispatching the replica's function);
+    - ``distributed_step_overhead_ns``: the extra host work per step of a strategy that runs
+      through tf.distribute's mirrored machinery (``mirrored_run``, a ``DistributedIterator``),
+      MirroredStrategy and MultiWorkerMirroredStrategy, even with one replica;
+    - ``input_bandwidth``: bytes/s at which the host turns a step's input into tensors (the
+      dataset's generator, the copy, the split); 0 leaves it free;
+    - ``collective_overhead_ns``: TF's collective executor starting one all-reduce on a
+      device (a ``CollectiveReduceV2`` kernel: its instance, its group, its buffers), paid by
+      every member of each all-reduce before its messages;
+    - ``virtual``: the devices are logical devices cut from one physical device
+      (``tf.config.set_logical_device_configuration``): they and the host share its cores, so
+      their ops run one after another.
+    """
 
     name: str
     device_type: str
@@ -89,6 +112,13 @@ class DeviceProfile:
     memory: int
     launch_overhead_ns: int
     efficiency: float = 0.5
+    op_overhead_ns: int = 0
+    step_overhead_ns: int = 0
+    replica_overhead_ns: int = 0
+    collective_overhead_ns: int = 0
+    distributed_step_overhead_ns: int = 0
+    input_bandwidth: int = 0
+    virtual: bool = False
 
     def __post_init__(self):
         _check_name("device name", self.name)
@@ -96,12 +126,20 @@ class DeviceProfile:
         _check_positive(f"device {brief(self.name)}: peak_flops", self.peak_flops)
         _check_int(f"device {brief(self.name)}: mem_bandwidth", self.mem_bandwidth, 1)
         _check_int(f"device {brief(self.name)}: memory", self.memory, 1)
-        _check_int(f"device {brief(self.name)}: launch_overhead_ns", self.launch_overhead_ns, 0)
+        for field in ("launch_overhead_ns", "op_overhead_ns", "step_overhead_ns",
+                      "replica_overhead_ns", "collective_overhead_ns",
+                      "distributed_step_overhead_ns", "input_bandwidth"):
+            _check_int(f"device {brief(self.name)}: {field}", getattr(self, field), 0)
         _check_efficiency(self.efficiency)
+        if not isinstance(self.virtual, bool):
+            raise InvalidArgumentError(
+                f"device {brief(self.name)}: virtual must be true or false, got "
+                f"{brief(self.virtual)}")
 
     def compute_time_ns(self, flops: float, nbytes: int = 0, efficiency: float | None = None,
-                        ) -> int:
-        """Roofline time of one op in ns: max(compute, memory), rounded up, plus the overhead.
+                        ops: int = 0) -> int:
+        """Roofline time of one op in ns: max(compute, memory), rounded up, plus the overhead
+        (and ``ops`` x ``op_overhead_ns`` when the call stands for ``ops`` TF ops).
 
         The compute part uses float arithmetic (IEEE-754, so the same on every machine); the
         memory part is exact integer arithmetic.
@@ -111,9 +149,21 @@ class DeviceProfile:
         if isinstance(flops, bool) or not isinstance(flops, numbers.Real) or not flops >= 0:
             raise InvalidArgumentError(f"flops must be a number >= 0, got {brief(flops)}")
         _check_int("nbytes", nbytes, 0)
+        _check_int("ops", ops, 0)
         compute = math.ceil(flops * 1e9 / (self.peak_flops * eff)) if flops else 0
         memory = _ceil_div(int(nbytes) * 10**9, self.mem_bandwidth)
-        return max(compute, memory) + self.launch_overhead_ns
+        return max(compute, memory) + self.launch_overhead_ns + ops * self.op_overhead_ns
+
+    def host_step_ns(self, replicas: int, input_bytes: int = 0,
+                     distributed: bool = False) -> int:
+        """The host's work per training step of a task with ``replicas`` local replicas and
+        ``input_bytes`` of input (``distributed``: through the mirrored machinery)."""
+        _check_int("replicas", replicas, 0)
+        _check_int("input_bytes", input_bytes, 0)
+        reading = _ceil_div(input_bytes * 10**9, self.input_bandwidth) \
+            if self.input_bandwidth else 0
+        return (self.step_overhead_ns + replicas * self.replica_overhead_ns + reading
+                + (self.distributed_step_overhead_ns if distributed else 0))
 
 
 @dataclass(frozen=True)
@@ -170,7 +220,10 @@ _BUILTIN_SYSTEMS = tuple(SystemProfile(**fields) for fields in SYSTEMS)
 # Fields a user file may set, per section: field -> "str" or the unit of the quantity.
 _FILE_FIELDS = {
     "devices": {"device_type": "str", "peak_flops": "FLOP/s", "mem_bandwidth": "B/s",
-                "memory": "B", "launch_overhead_ns": "ns", "efficiency": "fraction"},
+                "memory": "B", "launch_overhead_ns": "ns", "efficiency": "fraction",
+                "op_overhead_ns": "ns", "step_overhead_ns": "ns", "replica_overhead_ns": "ns",
+                "collective_overhead_ns": "ns", "distributed_step_overhead_ns": "ns",
+                "input_bandwidth": "B/s", "virtual": "bool"},
     "links": {"kind": "str", "latency_ns": "ns", "bandwidth": "B/s"},
     "systems": {"device": "str", "intra_link": "str", "network": "str", "description": "str"},
 }
@@ -183,6 +236,10 @@ def _file_value(value, unit: str, int_field: bool):
     if unit == "str":
         if not isinstance(value, str):
             raise InvalidArgumentError(f"expected a string, got {brief(value)}")
+        return value
+    if unit == "bool":
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"expected true or false, got {brief(value)}")
         return value
     if unit == "fraction":
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -281,9 +338,10 @@ def _read_profile_file(path: Path) -> dict:
         raise ProfileFileError(
             f"{path}: expected a mapping with keys devices, links, systems; got {brief(data)}")
     for key in data:
-        if key not in _SECTION_CLASS:
+        if key not in _SECTION_CLASS and key != "calibration":
             raise ProfileFileError(
-                f"{path}: unknown top-level key {brief(key)}: expected devices, links or systems")
+                f"{path}: unknown top-level key {brief(key)}: expected devices, links or "
+                "systems (or calibration, the record simdist calibrate keeps)")
     return data
 
 

@@ -51,6 +51,10 @@ class Model:
     name = "model"
     #: "regression" (float targets) or "classification" (int labels)
     task = "regression"
+    #: the TF ops of one replica's forward pass, loss and backward pass, counted by hand
+    #: (MatMul, BiasAdd, the loss, their gradients; TF's graph adds a few of its own): what a
+    #: calibrated profile's per-op overhead multiplies (``DeviceProfile.op_overhead_ns``)
+    num_ops = 10
 
     def __init__(self, n_features: int, n_outputs: int):
         for what, v in (("n_features", n_features), ("n_outputs", n_outputs)):
@@ -101,6 +105,7 @@ class LinearRegression(Model):
 
     name = "linear"
     task = "regression"
+    num_ops = 14  # MatMul, BiasAdd, Sub, Square, Mean, Sum, RealDiv; their 7 gradients
 
     def shapes(self):
         return {"kernel": (self.n_features, self.n_outputs), "bias": (self.n_outputs,)}
@@ -126,6 +131,7 @@ class SoftmaxRegression(Model):
 
     name = "softmax"
     task = "classification"
+    num_ops = 10  # MatMul, BiasAdd, SparseSoftmaxCrossEntropyWithLogits, Sum, RealDiv; 5 gradients
 
     def shapes(self):
         return {"kernel": (self.n_features, self.n_outputs), "bias": (self.n_outputs,)}
@@ -147,6 +153,7 @@ class MLP(Model):
 
     name = "mlp"
     task = "classification"
+    num_ops = 17  # 2 x (MatMul, BiasAdd), Relu, the loss's 3; 7 gradients (ReluGrad, a MatMul more)
 
     def __init__(self, n_features: int, n_outputs: int, hidden: int = 32):
         super().__init__(n_features, n_outputs)
@@ -186,6 +193,7 @@ class EmbeddingClassifier(Model):
 
     name = "embedding"
     task = "binary"
+    num_ops = 20  # Gather, Mean, MatMul, BiasAdd, the sigmoid loss's 4, Sum, RealDiv; 10 gradients
 
     def __init__(self, n_features: int, n_outputs: int, embedding_dim: int = 16):
         super().__init__(n_features, n_outputs)

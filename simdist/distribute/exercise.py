@@ -59,6 +59,9 @@ def train(ctx, exercise: Exercise):
         start = ctx.now
         b = batch.global_batch_size
         x, y = batch
+        yield ctx.host_step(len(strategy.worker_devices),
+                            sum(v.nbytes for part in (x, y) for v in part.values),
+                            strategy.mirrored_runtime)
 
         def replica_step(x, y, w):
             loss = compute_average_loss(model.per_example_loss(w, x, y), b)
@@ -66,7 +69,7 @@ def train(ctx, exercise: Exercise):
 
         loss, grads = yield from strategy.run(
             replica_step, args=(x, y, variables), name="forward+backward",
-            flops=lambda r: model.flops(len(x.values[r])))
+            flops=lambda r: model.flops(len(x.values[r])), ops=model.num_ops)
         grads = yield from strategy.extended.batch_reduce_to(ReduceOp.SUM, grads)
         yield from strategy.extended.update(variables, grads, lambda v, g: v - lr * g,
                                             name="apply SGD")

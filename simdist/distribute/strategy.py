@@ -54,6 +54,13 @@ class Strategy:
     """The default strategy (``tf.distribute.get_strategy()``): no distribution, one replica
     on this task's first device."""
 
+    #: whether it runs through tf.distribute's mirrored machinery even with one replica
+    #: (MirroredStrategy, MultiWorkerMirroredStrategy): ``mirrored_run``, a
+    #: ``DistributedIterator``, collective kernels (CollectiveReduceV2, a group of one
+    #: included) in batch_reduce_to; a calibrated profile charges their start
+    #: (``collective_overhead_ns``, ``distributed_step_overhead_ns``)
+    mirrored_runtime = False
+
     def __init__(self, ctx, devices=(0,)):
         self.ctx = ctx
         self._devices = [self._device_index(d) for d in devices]
@@ -174,17 +181,18 @@ class Strategy:
 
     # -- running and reducing -------------------------------------------------------------------
 
-    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step"):
+    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step", ops=0):
         """``strategy.run``: ``fn`` on every local replica (``yield from``), returning its
         outputs as ``PerReplica`` values. ``flops`` (a number, or a function of the replica
-        index) is charged to each replica's device; replicas run in parallel."""
+        index) is charged to each replica's device, with ``ops`` TF ops' dispatch; replicas
+        run in parallel."""
         kwargs = kwargs or {}
         outputs, events = [], []
         for r, device in enumerate(self._devices):
             outputs.append(fn(*local_value(args, r), **local_value(kwargs, r)))
             cost = flops(r) if callable(flops) else flops
             events.append(self.ctx.compute(name, flops=cost, nbytes=nbytes, device=device,
-                                           replica=r))
+                                           replica=r, ops=ops))
         yield self.ctx.env.all_of(events)
         return regroup(outputs)
 
@@ -196,6 +204,10 @@ class Strategy:
         ops = self._cross_device_ops()
         ops.check_devices(self.ctx)
         members = self._members()
+        launch = self.ctx.hardware.device.collective_overhead_ns
+        if launch and self.mirrored_runtime:  # a calibrated profile's cost of starting
+            yield self.ctx.env.all_of([self.ctx.busy(d, "launch collective", launch)
+                                       for d in self._devices])
         procs = []
         for r, device in enumerate(self._devices):
             tensors = [v.values[r] for v in flat]
@@ -242,7 +254,7 @@ class Strategy:
                 nbytes += 3 * var.values[r].nbytes  # read var and grad, write var
             flops = sum(2 * var.values[r].size for var in variables.values())
             events.append(self.ctx.compute(name, flops=flops, nbytes=nbytes, device=device,
-                                           replica=r))
+                                           replica=r, ops=len(variables)))
         yield self.ctx.env.all_of(events)
 
     def experimental_local_results(self, value) -> tuple:
@@ -259,6 +271,8 @@ class OneDeviceStrategy(Strategy):
 class MirroredStrategy(Strategy):
     """``tf.distribute.MirroredStrategy(devices, cross_device_ops)``: one replica per device of
     this task (default: all of them), variables mirrored, gradients all-reduced."""
+
+    mirrored_runtime = True
 
     def __init__(self, ctx, devices=None, cross_device_ops: CrossDeviceOps | None = None):
         if devices is None:
@@ -295,12 +309,12 @@ class CentralStorageStrategy(Strategy):
                                                        f"/device:CPU:0 ({HOST})"])
                 for name, value in initial.items()}
 
-    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step"):
+    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step", ops=0):
         if self._central:
             variables = [a for a in _walk(args) if isinstance(a, MirroredVariable)]
             size = sum(v.numpy().nbytes for v in variables)
             yield from self._host_to_devices(size, "read variables")
-        return (yield from super().run(fn, args, kwargs, flops, nbytes, name))
+        return (yield from super().run(fn, args, kwargs, flops, nbytes, name, ops))
 
     def _host_to_devices(self, nbytes, tag):
         recvs = []
@@ -342,9 +356,10 @@ class CentralStorageStrategy(Strategy):
             var.assign_each([fn(var.values[0], grads[k].values[0])])
             nbytes += 3 * var.values[0].nbytes
             flops += 2 * var.values[0].size
-        duration = self.ctx.hardware.device.compute_time_ns(flops, nbytes)
-        self.ctx.span(HOST, name, "compute", self.ctx.now, duration, flops=flops)
-        yield self.ctx.timeout(duration)
+        duration = self.ctx.hardware.device.compute_time_ns(flops, nbytes, ops=len(variables))
+        start = self.ctx.occupy(HOST, duration)
+        self.ctx.span(HOST, name, "compute", start, duration, flops=flops)
+        yield self.ctx.timeout(start + duration - self.ctx.now)
 
 
 class MultiWorkerMirroredStrategy(Strategy):
@@ -352,6 +367,8 @@ class MultiWorkerMirroredStrategy(Strategy):
     the all-reduce spanning all replicas of all workers. The cluster and this task's role come
     from ``TF_CONFIG`` (a JSON string or dict; default: the one simdist gives this task),
     which must match the simulated cluster."""
+
+    mirrored_runtime = True
 
     def __init__(self, ctx, communication_options: CommunicationOptions = CommunicationOptions(),
                  tf_config=None, devices=None):

@@ -1,0 +1,105 @@
+"""Step times of exercises measured on real TensorFlow: what ``simdist calibrate`` fits a
+hardware profile to and ``simdist bench predict`` checks the simulator against.
+
+``python -m realdist measure PLAN.json`` reads a list of exercises (``Exercise.to_dict()``
+each), trains each with its strategy's realdist runner and prints a JSON line as each run
+ends, so that the caller can show progress and keep what finished. With ``--repeat N`` the
+plan runs N times, every other pass in reverse order (a run's neighbours and its place after
+TensorFlow's start change its times by 10-30% on a small machine); an exercise's line with
+its statistics comes after its last run, over the steps of all its runs:
+
+    {"index": 3, "pass": 1, "median_ns": 2871000, "p25_ns": ..., "p75_ns": ..., "steps": 70}
+
+(earlier passes print ``{"index": 3, "pass": 0, "wall_s": ...}``). The first ``SKIP_STEPS``
+steps of each run are left out (step 0 traces the ``tf.function``s; the next ones warm
+caches up). The strategies of one process (default, one_device, mirrored, central_storage)
+share it: its logical CPU devices are made once, as many as the plan's largest replica count
+asks. multi_worker_mirrored starts its worker processes per run. A failed exercise is a line
+with "error" instead of the times; the others go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from simdist.errors import InvalidArgumentError
+from simdist.exercises import Exercise
+
+#: steps left out of each run: step 0 traces the functions, the next ones still warm up
+SKIP_STEPS = 5
+
+
+def step_statistics(step_times_ns) -> dict:
+    """Median and quartiles (ns) of step times (those left after ``kept_steps``)."""
+    kept = list(step_times_ns)
+    p25, p75 = np.percentile(kept, [25, 75])
+    return {"median_ns": int(statistics.median(kept)), "p25_ns": int(p25), "p75_ns": int(p75),
+            "steps": len(kept)}
+
+
+def kept_steps(step_times_ns) -> list:
+    """The step times of one run after the first ``SKIP_STEPS``."""
+    kept = list(step_times_ns)[SKIP_STEPS:]
+    if len(kept) < 3:
+        raise InvalidArgumentError(f"{len(step_times_ns)} steps leave {len(kept)} to measure "
+                                   f"after the first {SKIP_STEPS}: give at least "
+                                   f"{SKIP_STEPS + 3} steps")
+    return kept
+
+
+def run_steps(exercise: Exercise, timeout: float = 300) -> list:
+    """Train ``exercise`` on real TF with its strategy's runner; its kept step times."""
+    from . import run_exercise  # the runner a strategy's record names
+
+    return kept_steps(run_exercise(exercise, timeout=timeout).step_times_ns)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="realdist measure",
+        description="Measure the step times of a plan of exercises on real TensorFlow; JSON "
+                    "lines on stdout, an exercise's statistics after its last run.")
+    parser.add_argument("plan", help="JSON file: a list of exercises (Exercise.to_dict())")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run the plan this many times, every other pass in reverse "
+                             "order, pooling each exercise's steps (default 1)")
+    parser.add_argument("--timeout", type=float, default=300,
+                        help="seconds each run may take (default 300)")
+    args = parser.parse_args(argv)
+    try:
+        if args.repeat < 1:
+            raise InvalidArgumentError(f"--repeat {args.repeat}: expected a whole number >= 1")
+        with open(args.plan, encoding="utf-8") as f:
+            plan = [Exercise.from_dict(d) for d in json.load(f)]
+    except (OSError, ValueError, TypeError, InvalidArgumentError) as error:
+        print(f"realdist measure: error: {args.plan}: {error}", file=sys.stderr)
+        return 2
+    in_process = [e.num_replicas for e in plan if e.strategy != "multi_worker_mirrored"]
+    if in_process:
+        from .devices import configure_cpus
+
+        configure_cpus(max(in_process))
+    pooled: dict[int, list] = {k: [] for k in range(len(plan))}
+    errors: dict[int, str] = {}
+    for p in range(args.repeat):
+        order = range(len(plan)) if p % 2 == 0 else reversed(range(len(plan)))
+        for index in order:
+            start = time.monotonic()
+            if index not in errors:
+                try:
+                    pooled[index] += run_steps(plan[index], args.timeout)
+                except Exception as error:  # noqa: BLE001 -- reported, and the plan goes on
+                    errors[index] = f"{type(error).__name__}: {error}"
+            line = {"index": index, "pass": p}
+            if p == args.repeat - 1:
+                line.update({"error": errors[index]} if index in errors
+                            else step_statistics(pooled[index]))
+            line["wall_s"] = round(time.monotonic() - start, 2)
+            print(json.dumps(line), flush=True)
+    return 0

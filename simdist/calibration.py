@@ -1,0 +1,277 @@
+"""Calibration: the hardware profile whose simulated step times best match measured ones.
+
+The step-time model is the simulator itself. A synchronous step of an exercise with R local
+replicas on each of W workers costs, in the simulator (``simdist.distribute.exercise``):
+
+    host_step    = step_overhead + R x replica_overhead + input bytes x input_byte_time
+                   (+ distributed_step for MirroredStrategy and MultiWorkerMirroredStrategy)
+    compute      = R x (num_ops x op_overhead + FLOPs per replica x flop_time)
+                   (the R replicas' passes one after another when the devices are
+                   ``virtual``: logical CPUs cut from one machine's cores)
+    all-reduce   = collective_overhead on every replica (the mirrored strategies start
+                   collective kernels even alone), then the ring over the R x W
+                   replicas: 2(RW - 1) messages of latency + bytes / bandwidth (between
+                   devices of a worker: the intra link; between workers: the network), for
+                   the gradients and for the loss
+    update       = R x (variables x op_overhead + the update's roofline time)
+
+so it is a sum of eleven parameters, each times a count that the exercise fixes:
+``PARAMETERS`` below (step, replica and op overheads, time per FLOP, and the latency and time
+per byte of the two links). A ring's step waits on the slowest member, so the sum is exact
+only up to such maxima; the fit therefore asks the simulator rather than a formula: starting
+from a guess it simulates every measured exercise, then each again with one parameter
+raised, which gives each parameter's weight in each step time (its sensitivity), solves the
+linear least-squares problem for the parameters (``scipy.optimize.nnls``: none negative,
+errors relative to the measured time), and repeats from there until the parameters settle.
+
+``fit(measurements)`` returns a ``Fit``: the parameters, a ``HardwareCatalog`` holding them as
+the "calibrated" system (device, intra link and network), and each exercise's simulated and
+measured time. ``profile_document`` turns it into the profiles file that ``simdist run
+--profiles-file FILE --profile calibrated`` reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import NamedTuple
+
+import numpy as np
+
+from .catalog import DEVICES
+from .devices import DeviceProfile, HardwareCatalog, LinkProfile, SystemProfile
+from .errors import InvalidArgumentError
+from .units import GiB
+
+SYSTEM = "calibrated"
+#: simulated steps per exercise: a step costs what its batch does, and a dataset that is not
+#: a multiple of the batch alternates full and partial batches, so the median of 4 is the
+#: middle of both, as a measured median over many steps is
+SIM_STEPS = 4
+ITERATIONS = 3
+
+
+class Parameter(NamedTuple):
+    """One fitted number: its name, unit, what it charges, and a typical size (the step the
+    sensitivities are taken with when the current value is smaller)."""
+
+    name: str
+    unit: str
+    what: str
+    typical: float
+    #: which exercises can depend on it: "all", "multi_worker" (several workers) or
+    #: "multi_device" (several devices on a worker)
+    applies: str = "all"
+
+
+PARAMETERS = (
+    Parameter("step_overhead", "ns", "host work per step (loop, iterator, function call)", 1e6),
+    Parameter("replica_overhead", "ns", "host work per local replica per step", 3e5),
+    Parameter("distributed_step", "ns", "extra host work per step of the mirrored strategies",
+              1e6),
+    Parameter("input_byte_time", "ns/KB", "host time per KB of a step's input", 1e3),
+    Parameter("op_overhead", "ns", "executor dispatch per TF op", 2e4),
+    Parameter("collective_overhead", "ns", "starting one all-reduce, per member", 2e5),
+    Parameter("flop_time", "ns/MFLOP", "compute time per million FLOPs", 5e3),
+    Parameter("intra_latency", "ns", "latency of a message between devices of a worker", 2e4,
+              "multi_device"),
+    Parameter("intra_byte_time", "ns/KB", "time per KB between devices of a worker", 100.0,
+              "multi_device"),
+    Parameter("network_latency", "ns", "latency of a message between worker processes", 2e6,
+              "multi_worker"),
+    Parameter("network_byte_time", "ns/KB", "time per KB between worker processes", 1e3,
+              "multi_worker"),
+)
+NAMES = tuple(p.name for p in PARAMETERS)
+
+#: where the search starts: the typical sizes
+START = {p.name: p.typical for p in PARAMETERS}
+
+
+class Measurement(NamedTuple):
+    """An exercise and its measured median step time (ns), with its quartiles."""
+
+    exercise: object  # simdist.exercises.Exercise
+    median_ns: float
+    p25_ns: float | None = None
+    p75_ns: float | None = None
+
+
+class Fit(NamedTuple):
+    """A calibration: the parameters, their catalog, and each exercise's simulated time."""
+
+    parameters: dict
+    catalog: HardwareCatalog
+    measurements: list
+    simulated_ns: list
+
+    @property
+    def errors(self) -> list[float]:
+        """Each exercise's (simulated - measured) / measured."""
+        return [(s - m.median_ns) / m.median_ns
+                for s, m in zip(self.simulated_ns, self.measurements)]
+
+
+def catalog_for(parameters: dict, base: HardwareCatalog | None = None,
+                memory: int = 4 * GiB) -> HardwareCatalog:
+    """The built-in catalog plus the "calibrated" system holding ``parameters``: a
+    ``virtual`` CPU device (its memory bandwidth the cpu-core's, its efficiency 1: the fitted
+    FLOP rate is what TF's kernels reach), the intra link and the network between processes."""
+    missing = [n for n in NAMES if n not in parameters]
+    if missing:
+        raise InvalidArgumentError(f"calibration parameters missing: {', '.join(missing)}")
+    p = {n: float(parameters[n]) for n in NAMES}
+    bad = [n for n, v in p.items() if not np.isfinite(v) or v < 0]
+    if bad:
+        raise InvalidArgumentError(f"calibration parameters must be finite numbers >= 0: "
+                                   f"{', '.join(f'{n}={p[n]!r}' for n in bad)}")
+    catalog = base or HardwareCatalog.default()
+    cpu = next(d for d in DEVICES if d["name"] == "cpu-core")
+    catalog.devices[f"{SYSTEM}-cpu"] = DeviceProfile(
+        f"{SYSTEM}-cpu", "CPU", peak_flops=1e15 / max(p["flop_time"], 1e-6),
+        mem_bandwidth=cpu["mem_bandwidth"], memory=memory, launch_overhead_ns=0,
+        efficiency=1.0, op_overhead_ns=round(p["op_overhead"]),
+        step_overhead_ns=round(p["step_overhead"]),
+        replica_overhead_ns=round(p["replica_overhead"]),
+        collective_overhead_ns=round(p["collective_overhead"]),
+        distributed_step_overhead_ns=round(p["distributed_step"]),
+        input_bandwidth=_bandwidth(p["input_byte_time"]) if p["input_byte_time"] else 0,
+        virtual=True)
+    catalog.links[f"{SYSTEM}-intra"] = LinkProfile(
+        f"{SYSTEM}-intra", "shm", latency_ns=max(1, round(p["intra_latency"])),
+        bandwidth=_bandwidth(p["intra_byte_time"]))
+    catalog.links[f"{SYSTEM}-network"] = LinkProfile(
+        f"{SYSTEM}-network", "network", latency_ns=max(1, round(p["network_latency"])),
+        bandwidth=_bandwidth(p["network_byte_time"]))
+    catalog.systems[SYSTEM] = SystemProfile(
+        SYSTEM, f"{SYSTEM}-cpu", f"{SYSTEM}-intra", f"{SYSTEM}-network",
+        description="fitted to step times measured on real TensorFlow (simdist calibrate)")
+    return catalog
+
+
+def _bandwidth(ns_per_kb: float) -> int:
+    """Bytes/s from ns per KB (1000 bytes); a time of 0 is as fast as an int allows."""
+    return max(1, min(10**15, round(1e12 / ns_per_kb))) if ns_per_kb > 0 else 10**15
+
+
+def simulated_step_ns(exercise, catalog: HardwareCatalog) -> float:
+    """The simulator's median step time of ``exercise`` on the calibrated system."""
+    from .distribute.exercise import simulate_exercise
+
+    short = dataclasses.replace(exercise, steps=SIM_STEPS, hardware=SYSTEM)
+    return float(statistics.median(simulate_exercise(short, trace=False,
+                                                     catalog=catalog).step_times_ns))
+
+
+def predict(parameters: dict, exercises) -> list[float]:
+    """Simulated step times (ns) of ``exercises`` with these parameters."""
+    catalog = catalog_for(parameters)
+    return [simulated_step_ns(e, catalog) for e in exercises]
+
+
+def _depends(parameter: Parameter, exercise) -> bool:
+    if parameter.applies == "multi_worker":
+        return exercise.num_workers > 1
+    if parameter.applies == "multi_device":
+        return exercise.devices_per_worker > 1
+    return True
+
+
+def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,
+        on_progress=None) -> Fit:
+    """Fit the parameters to ``measurements`` (see the module's docstring).
+
+    ``on_progress(done, total)`` is called after each simulation.
+    """
+    from scipy.optimize import nnls
+
+    measurements = list(measurements)
+    if not measurements:
+        raise InvalidArgumentError("calibration needs at least one measured exercise")
+    for m in measurements:
+        if not (np.isfinite(m.median_ns) and m.median_ns > 0):
+            raise InvalidArgumentError(f"a measured step time must be a number > 0, got "
+                                       f"{m.median_ns!r} for {m.exercise.strategy}")
+    free = [p for p in PARAMETERS if any(_depends(p, m.exercise) for m in measurements)]
+    theta = {**START, **(start or {})}
+    measured = np.array([m.median_ns for m in measurements])
+    total = iterations * sum(1 + sum(_depends(p, m.exercise) for p in free)
+                             for m in measurements)
+    done = 0
+
+    def simulate(values, exercise):
+        nonlocal done
+        out = simulated_step_ns(exercise, catalog_for(values))
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total)
+        return out
+
+    for _ in range(iterations):
+        base = [simulate(theta, m.exercise) for m in measurements]
+        columns = []
+        for p in free:
+            delta = max(theta[p.name], p.typical)
+            raised = {**theta, p.name: theta[p.name] + delta}
+            columns.append([(simulate(raised, m.exercise) - b) / delta
+                            if _depends(p, m.exercise) else 0.0
+                            for m, b in zip(measurements, base)])
+        sens = np.array(columns).T  # exercises x free parameters
+        current = np.array([theta[p.name] for p in free])
+        offset = np.array(base) - sens @ current  # what no parameter pays for
+        weights = 1.0 / measured  # relative errors
+        solution, _ = nnls(sens * weights[:, None], (measured - offset) * weights)
+        theta = {**theta, **{p.name: float(v) for p, v in zip(free, solution)}}
+    catalog = catalog_for(theta)
+    simulated = [simulated_step_ns(m.exercise, catalog) for m in measurements]
+    return Fit(theta, catalog, measurements, simulated)
+
+
+def profile_document(fit_: Fit, machine: str = "") -> dict:
+    """The profiles file of a fit (JSON or YAML): the calibrated device, links and system,
+    with the parameters, the exercises and their errors as a record of where it came from."""
+    catalog = fit_.catalog
+    device = catalog.device(f"{SYSTEM}-cpu")
+    intra, network = catalog.link(f"{SYSTEM}-intra"), catalog.link(f"{SYSTEM}-network")
+    errors = [abs(e) for e in fit_.errors]
+    return {
+        "devices": {device.name: {
+            "device_type": device.device_type, "peak_flops": device.peak_flops,
+            "mem_bandwidth": device.mem_bandwidth, "memory": device.memory,
+            "launch_overhead_ns": device.launch_overhead_ns, "efficiency": device.efficiency,
+            "op_overhead_ns": device.op_overhead_ns,
+            "step_overhead_ns": device.step_overhead_ns,
+            "replica_overhead_ns": device.replica_overhead_ns,
+            "collective_overhead_ns": device.collective_overhead_ns,
+            "distributed_step_overhead_ns": device.distributed_step_overhead_ns,
+            "input_bandwidth": device.input_bandwidth, "virtual": device.virtual}},
+        "links": {link.name: {"kind": link.kind, "latency_ns": link.latency_ns,
+                              "bandwidth": link.bandwidth} for link in (intra, network)},
+        "systems": {SYSTEM: {"device": device.name, "intra_link": intra.name,
+                             "network": network.name,
+                             "description": catalog.system(SYSTEM).description
+                             + (f" on {machine}" if machine else "")}},
+        "calibration": {
+            "parameters": {p.name: {"value": round(fit_.parameters[p.name], 3),
+                                    "unit": p.unit, "what": p.what} for p in PARAMETERS},
+            "median_abs_error": float(np.median(errors)), "max_abs_error": float(max(errors)),
+            "exercises": [{"exercise": _short(m.exercise), "measured_ns": round(m.median_ns),
+                           "simulated_ns": round(s)}
+                          for m, s in zip(fit_.measurements, fit_.simulated_ns)]},
+    }
+
+
+def _short(exercise) -> dict:
+    """The fields that set an exercise's step time."""
+    return {k: getattr(exercise, k) for k in ("strategy", "workers", "devices_per_worker",
+                                               "model", "dataset", "hidden", "global_batch")}
+
+
+def load_profile_parameters(document: dict) -> dict:
+    """The parameters a profiles file written by ``profile_document`` records."""
+    try:
+        table = document["calibration"]["parameters"]
+        return {name: float(table[name]["value"]) for name in NAMES}
+    except (KeyError, TypeError, ValueError) as error:
+        raise InvalidArgumentError(f"not a calibrated profile (simdist calibrate writes one): "
+                                   f"missing {error}") from None

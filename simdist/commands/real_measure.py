@@ -1,0 +1,185 @@
+"""Measuring exercises on real TensorFlow for ``simdist calibrate`` and ``simdist bench
+predict``: a ``realdist measure`` process (simdist itself never imports TensorFlow), read
+line by line, with a progress bar and a CSV row per exercise as each one ends."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..bench.scale import ProgressBar
+from ..calibration import Measurement
+from ..errors import InvalidArgumentError, UnavailableError
+
+#: where simdist calibrate writes the profile, and simdist bench predict reads it
+DEFAULT_OUTPUT = "out/calibrated.json"
+#: the strategies measured here and their sizes (replicas, or worker processes): every one
+#: realdist runs in synchronous steps on this machine
+SIZES = {"default": (1,), "one_device": (1,), "mirrored": (1, 2, 4),
+         "central_storage": (1, 2, 4), "multi_worker_mirrored": (1, 2, 4)}
+
+#: steps realdist measure leaves out of each run (realdist.measure.SKIP_STEPS), and the
+#: fewest a run needs
+SKIPPED_STEPS = 5
+MIN_STEPS = SKIPPED_STEPS + 3
+
+
+def check_steps(text) -> int:
+    """``--steps``: a whole number of at least ``MIN_STEPS``."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < MIN_STEPS:
+        raise InvalidArgumentError(f"--steps {text}: expected a whole number >= {MIN_STEPS} "
+                                   f"(the first {SKIPPED_STEPS} of each run are left out)")
+    return value
+
+
+def check_repeat(text) -> int:
+    """``--repeat``: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InvalidArgumentError(f"--repeat {text}: expected a whole number >= 1")
+    return value
+
+
+def add_measure_options(parser, what: str) -> None:
+    """--steps, --repeat and --timeout, the same for every command that measures."""
+    from . import option_type
+
+    parser.add_argument("--steps", type=option_type(check_steps), default=40,
+                        help=f"training steps per run of each {what}; the first "
+                             f"{SKIPPED_STEPS} of a run are left out (default 40)")
+    parser.add_argument("--repeat", type=option_type(check_repeat), default=2,
+                        help="runs per exercise, every other pass through the plan in reverse "
+                             "order, their steps pooled (default 2)")
+    parser.add_argument("--timeout", type=float, default=300,
+                        help="seconds each run may take (default 300)")
+
+
+#: the CSV columns of a measured exercise
+FIELDS = ["strategy", "workers", "replicas", "model", "dataset", "hidden", "global_batch",
+          "steps", "median_ms", "p25_ms", "p75_ms", "wall_s", "error"]
+
+#: about how long an exercise takes to measure (s): a worker process each vs one process
+SECONDS = {"multi_worker_mirrored": 8.0}
+SECONDS_IN_PROCESS = 1.0
+START_S = 6.0  # TensorFlow's start
+
+
+def row_of(exercise) -> dict:
+    """An exercise's configuration columns."""
+    return {"strategy": exercise.strategy, "workers": exercise.num_workers,
+            "replicas": exercise.devices_per_worker, "model": exercise.model,
+            "dataset": exercise.dataset, "hidden": exercise.hidden,
+            "global_batch": exercise.global_batch, "steps": exercise.steps}
+
+
+def label(exercise) -> str:
+    """``mirrored x2 mlp(512) batch 1024``: an exercise in a few words."""
+    size = (f"x{exercise.num_workers} workers" if exercise.num_workers > 1
+            else f"x{exercise.devices_per_worker}")
+    model = f"mlp({exercise.hidden})" if exercise.model == "mlp" else exercise.model
+    return f"{exercise.strategy} {size} {model} batch {exercise.global_batch}"
+
+
+def estimate_s(exercises) -> float:
+    return START_S + sum(SECONDS.get(e.strategy, SECONDS_IN_PROCESS) for e in exercises)
+
+
+def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat: int = 2,
+                 stream=None, more=None, more_fields=()) -> list[Measurement | None]:
+    """Each exercise's measured step time (None where its run failed, with the error in
+    the CSV), from one ``realdist measure`` process running the plan ``repeat`` times; the
+    CSV gets each row as its statistics come, with the columns ``more(index, measurement or
+    None)`` adds (named in ``more_fields``)."""
+    exercises = list(exercises)
+    n = len(exercises)
+    runs = [exercises[i] for p in range(repeat)
+            for i in (range(n) if p % 2 == 0 else reversed(range(n)))]
+    bar = ProgressBar(len(runs), stream=stream)
+    out: list[Measurement | None] = [None] * len(exercises)
+    writer = handle = None
+    if csv_path is not None:
+        csv_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(csv_path, "w", newline="", encoding="utf-8")
+        writer = csv.DictWriter(handle, FIELDS + list(more_fields))
+        writer.writeheader()
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = Path(tmp) / "plan.json"
+        plan.write_text(json.dumps([e.to_dict() for e in exercises]), encoding="utf-8")
+        command = [sys.executable, "-m", "realdist", "measure", str(plan),
+                   "--timeout", str(timeout), "--repeat", str(repeat)]
+        bar.show(f"starting TensorFlow, then {label(exercises[0])}", estimate_s(runs))
+        log = open(Path(tmp) / "stderr.txt", "w+", encoding="utf-8")  # TF's logging
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
+        try:
+            for line in proc.stdout:
+                if not line.startswith("{"):
+                    continue
+                got = json.loads(line)
+                k = got["index"]
+                bar.done += 1
+                left = runs[bar.done:]
+                bar.show(label(left[0]) if left else "done",
+                         estimate_s(left) - START_S if left else 0)
+                if "median_ns" not in got and "error" not in got:
+                    continue  # an earlier pass
+                exercise = exercises[k]
+                row = {**row_of(exercise), "wall_s": got.get("wall_s"),
+                       "error": got.get("error", "")}
+                if "median_ns" in got:
+                    out[k] = Measurement(exercise, got["median_ns"], got["p25_ns"],
+                                         got["p75_ns"])
+                    row.update(median_ms=got["median_ns"] / 1e6, p25_ms=got["p25_ns"] / 1e6,
+                               p75_ms=got["p75_ns"] / 1e6)
+                if more is not None:
+                    row.update(more(k, out[k]))
+                if writer is not None:
+                    writer.writerow(row)
+                    handle.flush()
+            proc.wait()
+            log.seek(0)
+            errors = log.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
+            bar.close()
+            if handle is not None:
+                handle.close()
+    if proc.returncode != 0:
+        last = [ln for ln in errors.splitlines() if ln.strip()][-1:] or ["no message"]
+        raise UnavailableError(f"realdist measure exited with {proc.returncode}: {last[0]}")
+    return out
+
+
+def errors_table(rows, title: str) -> str:
+    """(label, measured ns or None, simulated ns) rows with their errors, then the median
+    and worst absolute error."""
+    head = f"{'exercise':<44} {'measured':>10} {'simulated':>10} {'error':>8}"
+    lines = [title, head, "-" * len(head)]
+    errors = []
+    for name, measured, simulated in rows:
+        if measured is None:
+            lines.append(f"{name:<44} {'-':>10} {simulated / 1e6:>8.2f}ms {'':>8}")
+            continue
+        error = (simulated - measured) / measured
+        errors.append(abs(error))
+        lines.append(f"{name:<44} {measured / 1e6:>8.2f}ms {simulated / 1e6:>8.2f}ms "
+                     f"{error * 100:>+7.1f}%")
+    if errors:
+        lines.append(f"median |error| {np.median(errors) * 100:.1f}%, worst "
+                     f"{max(errors) * 100:.1f}% over {len(errors)} exercises")
+    return "\n".join(lines)

@@ -1,0 +1,275 @@
+"""Calibration (issue 15): the host-side cost fields of a device profile, the fit of a
+profile to measured step times (``simdist.calibration``), a user's CSV table
+(``simdist calibrate --from-csv``), and ``simdist calibrate`` / ``simdist bench predict`` on
+real TF (realtf)."""
+
+import csv
+import dataclasses
+import json
+
+import pytest
+
+from simdist.calibration import (NAMES, SYSTEM, Measurement, catalog_for, fit, predict,
+                                 load_profile_parameters, profile_document,
+                                 simulated_step_ns)
+from simdist.calibration_table import read_table
+from simdist.cli import main as simdist_main
+from simdist.devices import DeviceProfile, HardwareCatalog, ProfileFileError
+from simdist.errors import InvalidArgumentError
+from simdist.exercises import Exercise
+
+#: a made-up machine: what the fit must find again from step times simulated with it
+TRUE = {"step_overhead": 800_000.0, "replica_overhead": 150_000.0,
+        "distributed_step": 1_000_000.0, "input_byte_time": 300.0, "op_overhead": 10_000.0,
+        "collective_overhead": 300_000.0, "flop_time": 8_000.0, "intra_latency": 50_000.0,
+        "intra_byte_time": 40.0, "network_latency": 3_000_000.0, "network_byte_time": 500.0}
+
+
+def ex(strategy="mirrored", replicas=1, model="linear", batch=64, workers=1, hidden=32):
+    return Exercise(strategy=strategy, model=model,
+                    dataset="regression" if model == "linear" else "digits", hidden=hidden,
+                    global_batch=batch, steps=3, workers=workers, devices_per_worker=replicas)
+
+
+def plan():
+    """Every kind of cost, each with two sizes: enough exercises to pin the parameters."""
+    sizes = [("one_device", 1), ("mirrored", 1), ("mirrored", 2), ("mirrored", 4),
+             ("central_storage", 2), ("central_storage", 4), ("multi_worker_mirrored", 2),
+             ("multi_worker_mirrored", 3)]
+    out = []
+    for strategy, n in sizes:
+        multi = strategy == "multi_worker_mirrored"
+        for model, batch, hidden in (("linear", 64, 32), ("mlp", 1024, 128)):
+            out.append(ex(strategy, 1 if multi else n, model, batch, n if multi else 1, hidden))
+    return out
+
+
+# -- the profile's new fields -----------------------------------------------------------------
+
+def test_host_costs_default_to_zero_so_the_built_in_profiles_are_unchanged():
+    cpu = HardwareCatalog.default().device("cpu-core")
+    assert (cpu.op_overhead_ns, cpu.step_overhead_ns, cpu.replica_overhead_ns,
+            cpu.collective_overhead_ns, cpu.virtual) == (0, 0, 0, 0, False)
+    assert cpu.compute_time_ns(0, ops=50) == cpu.launch_overhead_ns
+    assert cpu.host_step_ns(4) == 0
+
+
+def test_op_step_and_replica_overheads_add_up():
+    dev = DeviceProfile("d", "CPU", peak_flops=1e12, mem_bandwidth=10**9, memory=2**30,
+                        launch_overhead_ns=100, efficiency=1.0, op_overhead_ns=7,
+                        step_overhead_ns=1000, replica_overhead_ns=30)
+    assert dev.compute_time_ns(1e6, ops=10) == 1000 + 100 + 70
+    assert dev.host_step_ns(3) == 1090
+    with pytest.raises(InvalidArgumentError, match="ops must be >= 0, got -1"):
+        dev.compute_time_ns(1.0, ops=-1)
+    with pytest.raises(InvalidArgumentError, match="virtual must be true or false, got 'yes'"):
+        dataclasses.replace(dev, virtual="yes")
+
+
+def test_input_bytes_and_the_mirrored_machinery_cost_host_time():
+    dev = DeviceProfile("d", "CPU", peak_flops=1e12, mem_bandwidth=10**9, memory=2**30,
+                        launch_overhead_ns=0, step_overhead_ns=100, input_bandwidth=10**9,
+                        distributed_step_overhead_ns=5_000)
+    assert dev.host_step_ns(1, input_bytes=2_000) == 100 + 2_000
+    assert dev.host_step_ns(1, input_bytes=2_000, distributed=True) == 100 + 2_000 + 5_000
+    assert dataclasses.replace(dev, input_bandwidth=0).host_step_ns(1, 10**9) == 100
+
+
+def test_mirrored_strategies_start_collectives_even_with_one_replica():
+    """TF's MirroredStrategy and MultiWorkerMirroredStrategy run CollectiveReduceV2 with a
+    group of one; the default and OneDevice strategies reduce nothing. Two reductions per
+    step (the gradients and the loss) each pay the start."""
+    launch = {**{n: 0.0 for n in NAMES}, "collective_overhead": 100_000.0}
+    catalog = catalog_for(launch)
+    alone = {s: simulated_step_ns(ex(s), catalog)
+             for s in ("one_device", "default", "mirrored", "multi_worker_mirrored")}
+    assert alone["one_device"] == alone["default"]
+    assert alone["mirrored"] - alone["one_device"] == pytest.approx(200_000, abs=1_000)
+    assert alone["multi_worker_mirrored"] == pytest.approx(alone["mirrored"], abs=1_000)
+
+
+def test_virtual_devices_run_their_replicas_one_after_another():
+    """Two logical CPUs of one machine do not compute twice as fast as one: with only the
+    FLOP time set, two replicas' step costs what one replica's pass over both halves does."""
+    only_flops = {**{n: 0.0 for n in NAMES}, "flop_time": 10_000.0}
+    catalog = catalog_for(only_flops)
+    one, two = (simulated_step_ns(ex(replicas=r, model="mlp", batch=1024, hidden=256), catalog)
+                for r in (1, 2))
+    assert two == pytest.approx(one, rel=0.02)
+    physical = dataclasses.replace(catalog.devices[f"{SYSTEM}-cpu"], virtual=False)
+    catalog.devices[physical.name] = physical
+    two_physical = simulated_step_ns(ex(replicas=2, model="mlp", batch=1024, hidden=256),
+                                     catalog)
+    assert two_physical == pytest.approx(one / 2, rel=0.05)
+
+
+def test_a_profiles_file_takes_the_new_fields_and_refuses_bad_ones(tmp_path):
+    good = tmp_path / "p.json"
+    good.write_text(json.dumps({"devices": {"cpu-core": {
+        "op_overhead_ns": "20 us", "virtual": True, "collective_overhead_ns": 5}},
+        "calibration": {"note": "kept, not read"}}))
+    cpu = HardwareCatalog.from_file(good).device("cpu-core")
+    assert (cpu.op_overhead_ns, cpu.virtual, cpu.collective_overhead_ns) == (20_000, True, 5)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"devices": {"cpu-core": {"virtual": "sometimes"}}}))
+    with pytest.raises(ProfileFileError, match="field 'virtual': expected true or false, got "
+                                               "'sometimes'"):
+        HardwareCatalog.from_file(bad)
+
+
+# -- the fit ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def synthetic():
+    """Step times simulated with TRUE, and the fit of them from the default start."""
+    exercises = plan()
+    truth = predict(TRUE, exercises)
+    return exercises, truth, fit([Measurement(e, t) for e, t in zip(exercises, truth)])
+
+
+def test_the_fit_finds_the_step_times_it_was_given(synthetic):
+    _, truth, result = synthetic
+    assert max(abs(e) for e in result.errors) < 0.01
+    assert result.simulated_ns == pytest.approx(truth, rel=0.01)
+
+
+def test_the_fit_finds_the_parameters_that_set_most_of_the_time(synthetic):
+    _, _, result = synthetic
+    for name in ("step_overhead", "distributed_step", "network_latency"):
+        assert result.parameters[name] == pytest.approx(TRUE[name], rel=0.05), name
+
+
+def test_the_fitted_profile_predicts_exercises_it_never_saw(synthetic):
+    _, _, result = synthetic
+    unseen = [ex("mirrored", 4, model="softmax", batch=1024),
+              ex("multi_worker_mirrored", workers=4, model="mlp", batch=64, hidden=64)]
+    assert predict(result.parameters, unseen) == pytest.approx(predict(TRUE, unseen), rel=0.02)
+
+
+def test_the_profile_document_round_trips_through_a_profiles_file(synthetic, tmp_path):
+    _, _, result = synthetic
+    path = tmp_path / "calibrated.json"
+    document = profile_document(result, machine="test")
+    path.write_text(json.dumps(document))
+    catalog = HardwareCatalog.from_file(path)
+    exercise = ex(replicas=2, model="mlp", batch=512, hidden=128)
+    assert simulated_step_ns(exercise, catalog) == simulated_step_ns(exercise, result.catalog)
+    assert load_profile_parameters(document) == pytest.approx(
+        {n: round(v, 3) for n, v in result.parameters.items()})
+    assert simdist_main(["run", "mirrored", "--replicas", "2", "--steps", "3", "--profiles-file",
+                         str(path), "--profile", SYSTEM, "--quiet"]) == 0
+
+
+def test_bad_measurements_are_refused():
+    with pytest.raises(InvalidArgumentError, match="at least one measured exercise"):
+        fit([])
+    with pytest.raises(InvalidArgumentError, match="must be a number > 0, got nan"):
+        fit([Measurement(ex(), float("nan"))])
+    with pytest.raises(InvalidArgumentError, match="finite numbers >= 0: flop_time=-1.0"):
+        catalog_for({**TRUE, "flop_time": -1.0})
+
+
+# -- a user's table ---------------------------------------------------------------------------
+
+def write_table(path, rows, header):
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def test_a_table_of_epoch_times_becomes_step_times(tmp_path):
+    path = write_table(tmp_path / "t.csv", [["mirrored", 2, "mlp", 100, 1000, 0.5, "check"],
+                                            ["one_device", 1, "linear", 64, 640, "", ""]],
+                       ["strategy", "devices", "model", "global_batch", "examples", "epoch_s",
+                        "split"])
+    first, second = read_table(path)
+    assert first.steps == 10 and first.step_ns == pytest.approx(0.05e9)
+    assert (first.split, first.exercise.devices_per_worker, first.exercise.dataset) == (
+        "check", 2, "digits")
+    assert second.step_ns is None and second.split == "fit" and second.line == 3
+
+
+@pytest.mark.parametrize("header, row, message", [
+    (["model", "step_ms", "colour"], ["mlp", 1, "red"], "unknown column(s) 'colour'"),
+    (["model"], ["mlp"], "needs a model column and exactly one time column"),
+    (["model", "epoch_s"], ["mlp", 1], "epoch_s needs an examples column"),
+    (["model", "step_ms"], ["resnet", 1], "line 2: unknown model 'resnet'"),
+    (["model", "step_ms", "global_batch"], ["mlp", 1, "lots"],
+     "line 2: global_batch 'lots': expected a whole number"),
+    (["model", "step_ms"], ["mlp", "-3"], "line 2: step_ms '-3': expected a time > 0"),
+    (["model", "step_ms", "split"], ["mlp", 1, "train"], "split 'train': expected fit or check"),
+])
+def test_bad_tables_are_refused_naming_the_line_and_value(tmp_path, header, row, message):
+    path = write_table(tmp_path / "t.csv", [row], header)
+    with pytest.raises(InvalidArgumentError) as error:
+        read_table(path)
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_calibrate_from_csv_predicts_the_rows_it_left_out(tmp_path, capsys):
+    exercises = plan()[:12]
+    check = [ex("mirrored", 4, model="softmax", batch=512), ex("central_storage", 4)]
+    times = predict(TRUE, exercises + check)
+    rows = [[e.strategy, e.workers, e.devices_per_worker, e.model, e.hidden, e.global_batch,
+             t / 1e6, "fit" if i < len(exercises) else "check"]
+            for i, (e, t) in enumerate(zip(exercises + check, times))]
+    rows.append(["mirrored", 1, 4, "mlp", 32, 64, "", ""])  # no time: predicted only
+    table = write_table(tmp_path / "mine.csv", rows,
+                        ["strategy", "workers", "replicas", "model", "hidden", "global_batch",
+                         "step_ms", "split"])
+    out = tmp_path / "fitted.yaml"
+    assert simdist_main(["calibrate", "--from-csv", str(table), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    predicted = text[text.index("predicted (rows marked check"):]
+    assert "line 14: mirrored x4 softmax batch 512" in predicted
+    assert "line 16: mirrored x4 mlp(32) batch 64" in predicted
+    errors = [float(line.split()[-1].rstrip("%")) for line in predicted.splitlines()
+              if line.startswith("line ") and line.endswith("%")]
+    assert len(errors) == 2 and max(abs(e) for e in errors) < 2.0
+    assert SYSTEM in HardwareCatalog.from_file(out).systems
+
+
+def test_calibrate_and_predict_refuse_bad_input_in_one_line(tmp_path, capsys):
+    assert simdist_main(["calibrate", "--from-csv", str(tmp_path / "none.csv")]) == 2
+    assert "table file" in capsys.readouterr().err
+    assert simdist_main(["calibrate", "-o", str(tmp_path / "p.txt")]) == 2
+    assert "expected a .json, .yaml or .yml file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        simdist_main(["calibrate", "--steps", "2"])
+    assert "expected a whole number >= 8 (the first 5 of each run are left out)" in \
+        capsys.readouterr().err
+    assert simdist_main(["bench", "predict", "--profiles-file", str(tmp_path / "x.json")]) == 2
+    assert "run 'simdist calibrate' first" in capsys.readouterr().err
+    (tmp_path / "x.json").write_text("{}")
+    assert simdist_main(["bench", "predict", "--profiles-file", str(tmp_path / "x.json")]) == 2
+    assert "has no 'calibrated' system" in capsys.readouterr().err
+
+
+# -- on real TF -------------------------------------------------------------------------------
+
+@pytest.mark.realtf
+@pytest.mark.timeout(600)
+def test_calibrate_then_predict_on_real_tf(tmp_path, capsys):
+    profile = tmp_path / "calibrated.json"
+    assert simdist_main(["calibrate", "--quick", "--steps", "8", "--repeat", "1", "-o",
+                         str(profile)]) == 0
+    text = capsys.readouterr().out
+    assert "fitted parameters" in text and "median |error|" in text
+    with open(tmp_path / "calibrated_measurements.csv") as f:
+        measured = list(csv.DictReader(f))
+    assert len(measured) == 3 and all(float(r["median_ms"]) > 0 for r in measured)
+    document = json.loads(profile.read_text())
+    assert set(load_profile_parameters(document)) == set(NAMES)
+    predicted = tmp_path / "predict.csv"
+    assert simdist_main(["bench", "predict", "--quick", "--steps", "8", "--repeat", "1",
+                         "--profiles-file", str(profile), "--csv", str(predicted)]) == 0
+    text = capsys.readouterr().out
+    assert "validation: simulated (calibrated profile) vs measured" in text
+    assert "target: median <= 10%, worst <= 25%" in text
+    with open(predicted) as f:
+        rows = list(csv.DictReader(f))
+    assert [r["strategy"] for r in rows] == ["mirrored", "multi_worker_mirrored"]
+    assert all(float(r["simulated_ms"]) > 0 and float(r["median_ms"]) > 0 for r in rows)
