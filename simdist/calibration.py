@@ -3,8 +3,9 @@
 The step-time model is the simulator itself. A synchronous step of an exercise with R local
 replicas on each of W workers costs, in the simulator (``simdist.distribute.exercise``):
 
-    host_step    = step_overhead + R x replica_overhead + input bytes x input_byte_time
-                   (+ distributed_step for MirroredStrategy and MultiWorkerMirroredStrategy)
+    host_step    = step_overhead + R x replica_overhead + examples x input_example
+                   (+ input_pipeline when the strategy wraps the dataset: all but the default
+                   one; + distributed_step for MirroredStrategy, MultiWorkerMirroredStrategy)
     compute      = R x (num_ops x op_overhead + FLOPs per replica x flop_time)
                    (the R replicas' passes one after another when the devices are
                    ``virtual``: logical CPUs cut from one machine's cores)
@@ -15,7 +16,7 @@ replicas on each of W workers costs, in the simulator (``simdist.distribute.exer
                    the gradients and for the loss
     update       = R x (variables x op_overhead + the update's roofline time)
 
-so it is a sum of eleven parameters, each times a count that the exercise fixes:
+so it is a sum of twelve parameters, each times a count that the exercise fixes:
 ``PARAMETERS`` below (step, replica and op overheads, time per FLOP, and the latency and time
 per byte of the two links). A ring's step waits on the slowest member, so the sum is exact
 only up to such maxima; the fit therefore asks the simulator rather than a formula: starting
@@ -67,9 +68,10 @@ class Parameter(NamedTuple):
 PARAMETERS = (
     Parameter("step_overhead", "ns", "host work per step (loop, iterator, function call)", 1e6),
     Parameter("replica_overhead", "ns", "host work per local replica per step", 3e5),
+    Parameter("input_pipeline", "ns", "extra host work per step of a wrapped dataset", 3e5),
     Parameter("distributed_step", "ns", "extra host work per step of the mirrored strategies",
               1e6),
-    Parameter("input_byte_time", "ns/KB", "host time per KB of a step's input", 1e3),
+    Parameter("input_example", "ns", "host time per example of a step's input", 200.0),
     Parameter("op_overhead", "ns", "executor dispatch per TF op", 2e4),
     Parameter("collective_overhead", "ns", "starting one all-reduce, per member", 2e5),
     Parameter("flop_time", "ns/MFLOP", "compute time per million FLOPs", 5e3),
@@ -134,8 +136,9 @@ def catalog_for(parameters: dict, base: HardwareCatalog | None = None,
         step_overhead_ns=round(p["step_overhead"]),
         replica_overhead_ns=round(p["replica_overhead"]),
         collective_overhead_ns=round(p["collective_overhead"]),
+        input_pipeline_overhead_ns=round(p["input_pipeline"]),
         distributed_step_overhead_ns=round(p["distributed_step"]),
-        input_bandwidth=_bandwidth(p["input_byte_time"]) if p["input_byte_time"] else 0,
+        input_example_ns=round(p["input_example"]),
         virtual=True)
     catalog.links[f"{SYSTEM}-intra"] = LinkProfile(
         f"{SYSTEM}-intra", "shm", latency_ns=max(1, round(p["intra_latency"])),
@@ -243,8 +246,9 @@ def profile_document(fit_: Fit, machine: str = "") -> dict:
             "step_overhead_ns": device.step_overhead_ns,
             "replica_overhead_ns": device.replica_overhead_ns,
             "collective_overhead_ns": device.collective_overhead_ns,
+            "input_pipeline_overhead_ns": device.input_pipeline_overhead_ns,
             "distributed_step_overhead_ns": device.distributed_step_overhead_ns,
-            "input_bandwidth": device.input_bandwidth, "virtual": device.virtual}},
+            "input_example_ns": device.input_example_ns, "virtual": device.virtual}},
         "links": {link.name: {"kind": link.kind, "latency_ns": link.latency_ns,
                               "bandwidth": link.bandwidth} for link in (intra, network)},
         "systems": {SYSTEM: {"device": device.name, "intra_link": intra.name,

@@ -82,7 +82,7 @@ def _ceil_div(a: int, b: int) -> int:
 class DeviceProfile:
     """One device: peak FLOP/s, memory bandwidth (bytes/s), memory (bytes), op overhead (ns).
 
-    The last seven fields are the host-side costs a calibrated profile (``simdist calibrate``)
+    The last eight fields are the host-side costs a calibrated profile (``simdist calibrate``)
     measures; the built-in profiles leave them at 0, so that a step is its roofline ops and
     messages alone, as the lessons' closed forms have it:
 
@@ -92,11 +92,15 @@ class DeviceProfile:
     - ``step_overhead_ns`` and ``replica_overhead_ns``: the host's own work per training step
       (the Python loop, the input iterator, the ``tf.function`` call) and per local replica
       (cutting the batch, dispatching the replica's function);
+    - ``input_pipeline_overhead_ns``: the extra host work per step when the strategy wraps
+      the dataset (tf.distribute's ``DistributedDataset``, OneDeviceStrategy's prefetch to
+      its device): every strategy but the default one;
     - ``distributed_step_overhead_ns``: the extra host work per step of a strategy that runs
       through tf.distribute's mirrored machinery (``mirrored_run``, a ``DistributedIterator``),
       MirroredStrategy and MultiWorkerMirroredStrategy, even with one replica;
-    - ``input_bandwidth``: bytes/s at which the host turns a step's input into tensors (the
-      dataset's generator, the copy, the split); 0 leaves it free;
+    - ``input_example_ns``: the host's time per example of a step's input (the dataset's
+      generator, the conversion to tensors, the split: measured to grow with the examples,
+      not their bytes);
     - ``collective_overhead_ns``: TF's collective executor starting one all-reduce on a
       device (a ``CollectiveReduceV2`` kernel: its instance, its group, its buffers), paid by
       every member of each all-reduce before its messages;
@@ -116,8 +120,9 @@ class DeviceProfile:
     step_overhead_ns: int = 0
     replica_overhead_ns: int = 0
     collective_overhead_ns: int = 0
+    input_pipeline_overhead_ns: int = 0
     distributed_step_overhead_ns: int = 0
-    input_bandwidth: int = 0
+    input_example_ns: int = 0
     virtual: bool = False
 
     def __post_init__(self):
@@ -128,7 +133,8 @@ class DeviceProfile:
         _check_int(f"device {brief(self.name)}: memory", self.memory, 1)
         for field in ("launch_overhead_ns", "op_overhead_ns", "step_overhead_ns",
                       "replica_overhead_ns", "collective_overhead_ns",
-                      "distributed_step_overhead_ns", "input_bandwidth"):
+                      "input_pipeline_overhead_ns", "distributed_step_overhead_ns",
+                      "input_example_ns"):
             _check_int(f"device {brief(self.name)}: {field}", getattr(self, field), 0)
         _check_efficiency(self.efficiency)
         if not isinstance(self.virtual, bool):
@@ -154,15 +160,16 @@ class DeviceProfile:
         memory = _ceil_div(int(nbytes) * 10**9, self.mem_bandwidth)
         return max(compute, memory) + self.launch_overhead_ns + ops * self.op_overhead_ns
 
-    def host_step_ns(self, replicas: int, input_bytes: int = 0,
+    def host_step_ns(self, replicas: int, examples: int = 0, wrapped: bool = False,
                      distributed: bool = False) -> int:
         """The host's work per training step of a task with ``replicas`` local replicas and
-        ``input_bytes`` of input (``distributed``: through the mirrored machinery)."""
+        ``examples`` of input (``wrapped``: the strategy wraps the dataset; ``distributed``:
+        it runs through the mirrored machinery)."""
         _check_int("replicas", replicas, 0)
-        _check_int("input_bytes", input_bytes, 0)
-        reading = _ceil_div(input_bytes * 10**9, self.input_bandwidth) \
-            if self.input_bandwidth else 0
-        return (self.step_overhead_ns + replicas * self.replica_overhead_ns + reading
+        _check_int("examples", examples, 0)
+        return (self.step_overhead_ns + replicas * self.replica_overhead_ns
+                + examples * self.input_example_ns
+                + (self.input_pipeline_overhead_ns if wrapped else 0)
                 + (self.distributed_step_overhead_ns if distributed else 0))
 
 
@@ -222,8 +229,9 @@ _FILE_FIELDS = {
     "devices": {"device_type": "str", "peak_flops": "FLOP/s", "mem_bandwidth": "B/s",
                 "memory": "B", "launch_overhead_ns": "ns", "efficiency": "fraction",
                 "op_overhead_ns": "ns", "step_overhead_ns": "ns", "replica_overhead_ns": "ns",
-                "collective_overhead_ns": "ns", "distributed_step_overhead_ns": "ns",
-                "input_bandwidth": "B/s", "virtual": "bool"},
+                "collective_overhead_ns": "ns", "input_pipeline_overhead_ns": "ns",
+                "distributed_step_overhead_ns": "ns", "input_example_ns": "ns",
+                "virtual": "bool"},
     "links": {"kind": "str", "latency_ns": "ns", "bandwidth": "B/s"},
     "systems": {"device": "str", "intra_link": "str", "network": "str", "description": "str"},
 }

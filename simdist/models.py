@@ -51,8 +51,9 @@ class Model:
     name = "model"
     #: "regression" (float targets) or "classification" (int labels)
     task = "regression"
-    #: the TF ops of one replica's forward pass, loss and backward pass, counted by hand
-    #: (MatMul, BiasAdd, the loss, their gradients; TF's graph adds a few of its own): what a
+    #: the TF ops the executor runs in one replica's forward pass, loss and backward pass:
+    #: counted in TF 2.21's graph of realdist's replica step (``tf.function`` of the loss and
+    #: ``GradientTape.gradient``), without its Const, Placeholder and NoOp ops; what a
     #: calibrated profile's per-op overhead multiplies (``DeviceProfile.op_overhead_ns``)
     num_ops = 10
 
@@ -105,7 +106,7 @@ class LinearRegression(Model):
 
     name = "linear"
     task = "regression"
-    num_ops = 14  # MatMul, BiasAdd, Sub, Square, Mean, Sum, RealDiv; their 7 gradients
+    num_ops = 36
 
     def shapes(self):
         return {"kernel": (self.n_features, self.n_outputs), "bias": (self.n_outputs,)}
@@ -131,7 +132,7 @@ class SoftmaxRegression(Model):
 
     name = "softmax"
     task = "classification"
-    num_ops = 10  # MatMul, BiasAdd, SparseSoftmaxCrossEntropyWithLogits, Sum, RealDiv; 5 gradients
+    num_ops = 27
 
     def shapes(self):
         return {"kernel": (self.n_features, self.n_outputs), "bias": (self.n_outputs,)}
@@ -153,7 +154,7 @@ class MLP(Model):
 
     name = "mlp"
     task = "classification"
-    num_ops = 17  # 2 x (MatMul, BiasAdd), Relu, the loss's 3; 7 gradients (ReluGrad, a MatMul more)
+    num_ops = 39
 
     def __init__(self, n_features: int, n_outputs: int, hidden: int = 32):
         super().__init__(n_features, n_outputs)
@@ -193,7 +194,7 @@ class EmbeddingClassifier(Model):
 
     name = "embedding"
     task = "binary"
-    num_ops = 20  # Gather, Mean, MatMul, BiasAdd, the sigmoid loss's 4, Sum, RealDiv; 10 gradients
+    num_ops = 64
 
     def __init__(self, n_features: int, n_outputs: int, embedding_dim: int = 16):
         super().__init__(n_features, n_outputs)

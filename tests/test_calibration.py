@@ -20,7 +20,8 @@ from simdist.exercises import Exercise
 
 #: a made-up machine: what the fit must find again from step times simulated with it
 TRUE = {"step_overhead": 800_000.0, "replica_overhead": 150_000.0,
-        "distributed_step": 1_000_000.0, "input_byte_time": 300.0, "op_overhead": 10_000.0,
+        "input_pipeline": 200_000.0, "distributed_step": 1_000_000.0, "input_example": 150.0,
+        "op_overhead": 10_000.0,
         "collective_overhead": 300_000.0, "flop_time": 8_000.0, "intra_latency": 50_000.0,
         "intra_byte_time": 40.0, "network_latency": 3_000_000.0, "network_byte_time": 500.0}
 
@@ -33,9 +34,9 @@ def ex(strategy="mirrored", replicas=1, model="linear", batch=64, workers=1, hid
 
 def plan():
     """Every kind of cost, each with two sizes: enough exercises to pin the parameters."""
-    sizes = [("one_device", 1), ("mirrored", 1), ("mirrored", 2), ("mirrored", 4),
-             ("central_storage", 2), ("central_storage", 4), ("multi_worker_mirrored", 2),
-             ("multi_worker_mirrored", 3)]
+    sizes = [("default", 1), ("one_device", 1), ("mirrored", 1), ("mirrored", 2),
+             ("mirrored", 4), ("central_storage", 2), ("central_storage", 4),
+             ("multi_worker_mirrored", 2), ("multi_worker_mirrored", 3)]
     out = []
     for strategy, n in sizes:
         multi = strategy == "multi_worker_mirrored"
@@ -66,13 +67,24 @@ def test_op_step_and_replica_overheads_add_up():
         dataclasses.replace(dev, virtual="yes")
 
 
-def test_input_bytes_and_the_mirrored_machinery_cost_host_time():
+def test_input_examples_the_dataset_wrapper_and_the_mirrored_machinery_cost_host_time():
     dev = DeviceProfile("d", "CPU", peak_flops=1e12, mem_bandwidth=10**9, memory=2**30,
-                        launch_overhead_ns=0, step_overhead_ns=100, input_bandwidth=10**9,
-                        distributed_step_overhead_ns=5_000)
-    assert dev.host_step_ns(1, input_bytes=2_000) == 100 + 2_000
-    assert dev.host_step_ns(1, input_bytes=2_000, distributed=True) == 100 + 2_000 + 5_000
-    assert dataclasses.replace(dev, input_bandwidth=0).host_step_ns(1, 10**9) == 100
+                        launch_overhead_ns=0, step_overhead_ns=100, input_example_ns=3,
+                        input_pipeline_overhead_ns=700, distributed_step_overhead_ns=5_000)
+    assert dev.host_step_ns(1, examples=64) == 100 + 192
+    assert dev.host_step_ns(1, examples=64, wrapped=True) == 100 + 192 + 700
+    assert dev.host_step_ns(2, 64, wrapped=True, distributed=True) == 100 + 192 + 700 + 5_000
+
+
+def test_only_the_default_strategy_hands_the_dataset_back_unwrapped():
+    """OneDeviceStrategy prefetches to its device and the others distribute the dataset:
+    each pays the wrapper's work per step; the default strategy does not."""
+    wrapper = {**{n: 0.0 for n in NAMES}, "input_pipeline": 50_000.0}
+    catalog = catalog_for(wrapper)
+    steps = {s: simulated_step_ns(ex(s), catalog)
+             for s in ("default", "one_device", "central_storage", "mirrored")}
+    assert steps["one_device"] - steps["default"] == pytest.approx(50_000, abs=100)
+    assert steps["central_storage"] == steps["one_device"] == steps["mirrored"]
 
 
 def test_mirrored_strategies_start_collectives_even_with_one_replica():
@@ -210,7 +222,7 @@ def test_bad_tables_are_refused_naming_the_line_and_value(tmp_path, header, row,
 
 
 def test_calibrate_from_csv_predicts_the_rows_it_left_out(tmp_path, capsys):
-    exercises = plan()[:12]
+    exercises = plan()[:14]
     check = [ex("mirrored", 4, model="softmax", batch=512), ex("central_storage", 4)]
     times = predict(TRUE, exercises + check)
     rows = [[e.strategy, e.workers, e.devices_per_worker, e.model, e.hidden, e.global_batch,
@@ -224,8 +236,8 @@ def test_calibrate_from_csv_predicts_the_rows_it_left_out(tmp_path, capsys):
     assert simdist_main(["calibrate", "--from-csv", str(table), "-o", str(out)]) == 0
     text = capsys.readouterr().out
     predicted = text[text.index("predicted (rows marked check"):]
-    assert "line 14: mirrored x4 softmax batch 512" in predicted
-    assert "line 16: mirrored x4 mlp(32) batch 64" in predicted
+    assert "line 16: mirrored x4 softmax batch 512" in predicted
+    assert "line 18: mirrored x4 mlp(32) batch 64" in predicted
     errors = [float(line.split()[-1].rstrip("%")) for line in predicted.splitlines()
               if line.startswith("line ") and line.endswith("%")]
     assert len(errors) == 2 and max(abs(e) for e in errors) < 2.0

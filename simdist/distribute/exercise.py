@@ -60,7 +60,7 @@ def train(ctx, exercise: Exercise):
         b = batch.global_batch_size
         x, y = batch
         yield ctx.host_step(len(strategy.worker_devices),
-                            sum(v.nbytes for part in (x, y) for v in part.values),
+                            sum(len(v) for v in x.values), strategy.wraps_dataset,
                             strategy.mirrored_runtime)
 
         def replica_step(x, y, w):

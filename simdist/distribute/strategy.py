@@ -60,6 +60,10 @@ class Strategy:
     #: included) in batch_reduce_to; a calibrated profile charges their start
     #: (``collective_overhead_ns``, ``distributed_step_overhead_ns``)
     mirrored_runtime = False
+    #: whether experimental_distribute_dataset wraps the dataset (every strategy but the
+    #: default one, which hands it back as it is); a calibrated profile charges the wrapper's
+    #: work per step (``input_pipeline_overhead_ns``)
+    wraps_dataset = False
 
     def __init__(self, ctx, devices=(0,)):
         self.ctx = ctx
@@ -264,6 +268,8 @@ class Strategy:
 class OneDeviceStrategy(Strategy):
     """``tf.distribute.OneDeviceStrategy(device)``: everything on one chosen device."""
 
+    wraps_dataset = True
+
     def __init__(self, ctx, device=0):
         super().__init__(ctx, [device])
 
@@ -271,6 +277,8 @@ class OneDeviceStrategy(Strategy):
 class MirroredStrategy(Strategy):
     """``tf.distribute.MirroredStrategy(devices, cross_device_ops)``: one replica per device of
     this task (default: all of them), variables mirrored, gradients all-reduced."""
+
+    wraps_dataset = True
 
     mirrored_runtime = True
 
@@ -293,6 +301,8 @@ class CentralStorageStrategy(Strategy):
     host CPU; every step each replica device reads them from the host and sends its gradient
     back, and the host adds the gradients and updates the variables. The bytes crossing the
     host link per step, 2 x replicas x model bytes, show in the trace."""
+
+    wraps_dataset = True
 
     @property
     def _central(self) -> bool:
@@ -367,6 +377,8 @@ class MultiWorkerMirroredStrategy(Strategy):
     the all-reduce spanning all replicas of all workers. The cluster and this task's role come
     from ``TF_CONFIG`` (a JSON string or dict; default: the one simdist gives this task),
     which must match the simulated cluster."""
+
+    wraps_dataset = True
 
     mirrored_runtime = True
 

@@ -62,6 +62,8 @@ class TPUStrategy(Strategy):
     devices), variables mirrored on every core, gradients all-reduced over the torus, one
     host dispatch per ``steps_per_execution`` calls of ``run``."""
 
+    wraps_dataset = True
+
     def __init__(self, ctx, steps_per_execution: int = 1,
                  host_loop_overhead_ns: int = HOST_LOOP_OVERHEAD_NS):
         kind = ctx.hardware.device.device_type
