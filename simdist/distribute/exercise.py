@@ -5,7 +5,9 @@ The loop is TF's custom-training-loop recipe: distribute the dataset, ``strategy
 replica step (per-example loss scaled by ``compute_average_loss`` over the global batch,
 gradients), all-reduce the gradients (SUM), apply SGD to every copy of the variables, and
 ``strategy.reduce`` the loss. Each of those shows in the trace: compute spans on every
-replica's device, the all-reduce's messages, the update, and a "step k" span per step.
+replica's device, the all-reduce's messages, the update, and a "step k" span per step. On a
+calibrated profile (``simdist calibrate``) each step starts with the host's own work, an
+"input + dispatch" span (``TaskContext.host_step``).
 """
 
 from __future__ import annotations
