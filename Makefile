@@ -48,7 +48,7 @@ demo: $(STAMP)
 			| tail -2; \
 	else \
 		echo "(the 'cpu' profile prices FLOPs and bytes only: 'make calibrate' fits a profile to this"; \
-		echo " machine in about 5 min, and the demo then predicts the real step time from it)"; \
+		echo " machine in about 12 min, and the demo then predicts the real step time from it)"; \
 	fi
 	@echo "files: out/sim_trace.json, out/real_trace.json (open in https://ui.perfetto.dev),"
 	@echo "       out/sim_timeline.png, out/compare.png"

@@ -6,7 +6,7 @@ on 1, 2 and 4 worker processes) x two models (softmax regression and a 64-unit M
 digits) x two global batches (64 and 1024). None of these is an exercise ``simdist
 calibrate`` measured (it uses linear regression and a 256-unit MLP at other batches), so the
 errors are predictions, not residuals of the fit. Each row: the simulated step time with
-the calibrated profile, the median measured over the steps of two runs, the first five of
+the calibrated profile, the median measured over the steps of three runs, the first five of
 each left out (with its quartiles), and the error; then the median and worst absolute error
 against the target (median <= 10%, worst <= 25%). The CSV (--csv) gets a row as each
 measurement ends.
@@ -89,7 +89,7 @@ def load_calibrated(path) -> HardwareCatalog:
     path = Path(path)
     if not path.exists():
         raise InvalidArgumentError(
-            f"no calibrated profile at {path}: run 'simdist calibrate' first (about 2 min; it "
+            f"no calibrated profile at {path}: run 'simdist calibrate' first (about 6 min; it "
             f"writes {DEFAULT_OUTPUT}), or give --profiles-file")
     catalog = HardwareCatalog.from_file(path)
     if SYSTEM not in catalog.systems:

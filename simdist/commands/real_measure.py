@@ -60,9 +60,9 @@ def add_measure_options(parser, what: str) -> None:
     parser.add_argument("--steps", type=option_type(check_steps), default=40,
                         help=f"training steps per run of each {what}; the first "
                              f"{SKIPPED_STEPS} of a run are left out (default 40)")
-    parser.add_argument("--repeat", type=option_type(check_repeat), default=2,
+    parser.add_argument("--repeat", type=option_type(check_repeat), default=3,
                         help="runs per exercise, every other pass through the plan in reverse "
-                             "order, their steps pooled (default 2)")
+                             "order, their steps pooled (default 3)")
     parser.add_argument("--timeout", type=float, default=300,
                         help="seconds each run may take (default 300)")
 
@@ -97,7 +97,7 @@ def estimate_s(exercises) -> float:
     return START_S + sum(SECONDS.get(e.strategy, SECONDS_IN_PROCESS) for e in exercises)
 
 
-def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat: int = 2,
+def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat: int = 3,
                  stream=None, more=None, more_fields=()) -> list[Measurement | None]:
     """Each exercise's measured step time (None where its run failed, with the error in
     the CSV), from one ``realdist measure`` process running the plan ``repeat`` times; the
