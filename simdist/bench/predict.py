@@ -19,16 +19,16 @@ measured here, against the 100 us simdist assumes) is not part of the calibrated
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from ..calibration import SYSTEM, simulated_step_ns
+from ..commands import reporting_errors
 from ..commands.real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, errors_table,
                                      label, measure_real, row_of)
 from ..devices import HardwareCatalog
-from ..errors import InvalidArgumentError, SimdistError
+from ..errors import InvalidArgumentError
 from ..exercises import Exercise
 
 TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
@@ -76,12 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except SimdistError as error:
-        print(f"simdist bench predict: error: {error}", file=sys.stderr)
-        return 2
+    return reporting_errors("simdist bench predict", run, build_parser().parse_args(argv))
 
 
 def load_calibrated(path) -> HardwareCatalog:

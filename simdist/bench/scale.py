@@ -307,15 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    from ..errors import SimdistError
+    from ..commands import reporting_errors
 
-    args = build_parser().parse_args(argv)
-    try:
-        return _run(args)
-    except SimdistError as error:
-        print(f"simdist bench scale: error: {error}", file=sys.stderr)
-        return 2
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return reporting_errors("simdist bench scale", _run, build_parser().parse_args(argv))
 
 
 def _run(args) -> int:

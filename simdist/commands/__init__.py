@@ -8,8 +8,9 @@ The concept modules they drive (``compare``, ``lessons``, ``notebooks``,
 from __future__ import annotations
 
 import argparse
+import sys
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, SimdistError
 
 
 def option_type(parse):
@@ -24,3 +25,13 @@ def option_type(parse):
 
     convert.__name__ = parse.__name__
     return convert
+
+
+def reporting_errors(prog: str, run, args) -> int:
+    """``run(args)``'s exit status, with a SimdistError shown as one line, "PROG: error:
+    ...", and exit status 2."""
+    try:
+        return run(args)
+    except SimdistError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2

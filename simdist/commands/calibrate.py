@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 
 from ..calibration import PARAMETERS, SYSTEM, Measurement, fit, predict, profile_document
-from ..errors import InvalidArgumentError, SimdistError
+from ..errors import InvalidArgumentError
 from ..exercises import Exercise
 from ..files import check_output
+from . import reporting_errors
 from .real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, errors_table, label,
                            measure_real)
 
@@ -74,13 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        if args.from_csv:
-            return fit_table(args)
-        return calibrate(args)
-    except SimdistError as error:
-        print(f"simdist calibrate: error: {error}", file=sys.stderr)
-        return 2
+    return reporting_errors("simdist calibrate", fit_table if args.from_csv else calibrate, args)
 
 
 def calibrate(args) -> int:
