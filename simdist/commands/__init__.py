@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from ..errors import InvalidArgumentError, SimdistError
+from ..units import check_seconds
 
 
 def option_type(parse):
@@ -25,6 +26,26 @@ def option_type(parse):
 
     convert.__name__ = parse.__name__
     return convert
+
+
+def whole_number(text) -> int:
+    """An option's whole number >= 1 (``type=option_type(whole_number)``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise InvalidArgumentError(f"{text!r}: expected a whole number >= 1")
+    return value
+
+
+def timeout_seconds(text) -> float:
+    """``--timeout``: a finite number of seconds > 0 (``units.check_seconds``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidArgumentError(f"{text!r}: expected a number of seconds") from None
+    return check_seconds(value, "--timeout")
 
 
 def reporting_errors(prog: str, run, args) -> int:

@@ -42,28 +42,17 @@ def check_steps(text) -> int:
     return value
 
 
-def check_repeat(text) -> int:
-    """``--repeat``: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise InvalidArgumentError(f"--repeat {text}: expected a whole number >= 1")
-    return value
-
-
 def add_measure_options(parser, what: str) -> None:
     """--steps, --repeat and --timeout, the same for every command that measures."""
-    from . import option_type
+    from . import option_type, timeout_seconds, whole_number
 
     parser.add_argument("--steps", type=option_type(check_steps), default=40,
                         help=f"training steps per run of each {what}; the first "
                              f"{SKIPPED_STEPS} of a run are left out (default 40)")
-    parser.add_argument("--repeat", type=option_type(check_repeat), default=3,
+    parser.add_argument("--repeat", type=option_type(whole_number), default=3,
                         help="runs per exercise, every other pass through the plan in reverse "
                              "order, their steps pooled (default 3)")
-    parser.add_argument("--timeout", type=float, default=300,
+    parser.add_argument("--timeout", type=option_type(timeout_seconds), default=300,
                         help="seconds each run may take (default 300)")
 
 

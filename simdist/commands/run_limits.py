@@ -19,23 +19,13 @@ import time
 
 from ..errors import DeadlineExceededError, InvalidArgumentError, ResourceExhaustedError
 from ..limits import RunLimits, estimated_minutes
-from ..units import check_seconds, parse_quantity
-from . import option_type
+from ..units import parse_quantity
+from . import option_type, timeout_seconds, whole_number
 
 #: the defaults: 10 million events (about 8 minutes on one core), one simulated day, an hour
 MAX_EVENTS = 10_000_000
 MAX_SIM_TIME_NS = 86_400 * 10**9
 TIMEOUT_S = 3600.0
-
-
-def _count(text) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < 1:
-        raise InvalidArgumentError(f"{text!r}: expected a whole number >= 1")
-    return value
 
 
 def _sim_time(text) -> int:
@@ -45,16 +35,8 @@ def _sim_time(text) -> int:
     return round(ns)
 
 
-def _seconds(text) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InvalidArgumentError(f"{text!r}: expected a number of seconds") from None
-    return check_seconds(value, "--timeout")
-
-
 def add_arguments(parser) -> None:
-    parser.add_argument("--max-events", type=option_type(_count), default=MAX_EVENTS,
+    parser.add_argument("--max-events", type=option_type(whole_number), default=MAX_EVENTS,
                         metavar="N", help=f"stop the run with an error after N events "
                                           f"(default {MAX_EVENTS:,}, about "
                                           f"{estimated_minutes(MAX_EVENTS):.0f} min on one "
@@ -63,7 +45,7 @@ def add_arguments(parser) -> None:
                         metavar="TIME", help="stop the run with an error after this much "
                                              "simulated time: ns, or '10 s', '5 ms' (default "
                                              "86400 s, a simulated day)")
-    parser.add_argument("--timeout", type=option_type(_seconds), default=TIMEOUT_S,
+    parser.add_argument("--timeout", type=option_type(timeout_seconds), default=TIMEOUT_S,
                         metavar="S", help=f"stop the run with an error after S seconds of wall "
                                           f"clock (default {TIMEOUT_S:g}); under mpiexec, a "
                                           "rank that stops answering for S seconds ends the job")
