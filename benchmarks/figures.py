@@ -21,6 +21,14 @@ class Panel(NamedTuple):
     bars: bool = False  # grouped bars over the x values instead of lines
 
 
+def efficiency_panel(series: dict, ylabel: str = "efficiency") -> Panel:
+    """The scaling-efficiency panel of a study: efficiency vs devices, 0 to 1, the ideal 1
+    dashed at every device count of the series."""
+    xs = sorted({x for points in series.values() for x, _ in points})
+    return Panel("scaling efficiency", "devices", ylabel, series, ylim=(0, 1.05),
+                 ideal=[(x, 1.0) for x in xs])
+
+
 def draw_panels(path, suptitle: str, panels: list[Panel], note: str) -> None:
     """Write the figure to ``path`` (PNG, small: 90 dpi)."""
     import matplotlib

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from ..figures import Panel, draw_panels
+from ..figures import Panel, draw_panels, efficiency_panel
 from ..study import DENSE, PROFILE_NOTE, Study, describe_profile, doubling, step_time, weight
 
 PROFILE = "v100-nvlink2-25gbe"
@@ -44,13 +44,11 @@ def draw(rows, path) -> None:
         if r["bytes_per_device_per_step"] not in ("", None) and r["devices"] > 1:
             sent.setdefault(r["dtype"], []).append((r["devices"],
                                                     r["bytes_per_device_per_step"] / 1e6))
-    xs = sorted({r["devices"] for r in rows})
     draw_panels(path, "float32 vs float16 gradients (dense model, ring all-reduce)", [
         Panel("bytes each device sends per step (message runs)", "devices", "MB",
               sent, bars=True),
         Panel("step time", "devices", "ms per step", step),
-        Panel("scaling efficiency", "devices", "efficiency", eff, ylim=(0, 1.05),
-              ideal=[(x, 1.0) for x in xs])],
+        efficiency_panel(eff)],
         f"Profile {PROFILE}, one device per machine, 32 examples per device. float16 halves "
         "the bytes on the wire only (the compute and the weights stay float32, as with "
         f"Horovod's fp16 compression). Dense model: {DENSE.about}. {PROFILE_NOTE}.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from ..figures import Panel, draw_panels
+from ..figures import Panel, draw_panels, efficiency_panel
 from ..study import (DENSE, PROFILE_NOTE, Study, describe_profile, doubling, percent, step_time,
                      weight)
 
@@ -60,8 +60,7 @@ def draw(rows, path) -> None:
     draw_panels(path, "Parameter servers vs ring vs hierarchical all-reduce (dense model)", [
         Panel("step time", "devices", "ms per step", step, logy=True,
               ideal=[(x, one_device_ms()) for x in xs]),
-        Panel("scaling efficiency", "devices", "efficiency", eff, ylim=(0, 1.05),
-              ideal=[(x, 1.0) for x in xs])],
+        efficiency_panel(eff)],
         f"Profile {PROFILE} (V100, NVLink 2 in a machine, 25 GbE between). ps: simdist's "
         "ps all-reduce, shard i on worker i, one GPU per machine. Dense model: "
         f"{DENSE.about}; 32 examples per device. {PROFILE_NOTE}.")

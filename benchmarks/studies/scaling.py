@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from ..figures import Panel, draw_panels
+from ..figures import Panel, draw_panels, efficiency_panel
 from ..study import (DENSE, PROFILE_NOTE, SPARSE, Study, describe_profile, doubling, percent,
                      step_time, weight)
 
@@ -48,8 +48,7 @@ def draw(rows, path) -> None:
                       "per machine, fixed batch per device)", [
         Panel("speed-up", "devices", "speed-up over one device", speed, logy=True,
               ideal=[(x, x) for x in xs]),
-        Panel("scaling efficiency", "devices", "efficiency = speed-up / devices", eff,
-              ideal=[(x, 1.0) for x in xs], ylim=(0, 1.05))],
+        efficiency_panel(eff, "efficiency = speed-up / devices")],
         f"Profiles: {', '.join(sorted({r['profile'] for r in rows}))}. Dense: {DENSE.about}. "
         f"Sparse: {SPARSE.about}. {PROFILE_NOTE}.")
 

@@ -21,12 +21,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from ..calibration import SYSTEM, simulated_step_ns
 from ..commands import reporting_errors
-from ..commands.real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, errors_table,
-                                     label, measure_real, row_of)
+from ..commands.real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, error_summary,
+                                     errors_table, label, measure_real, row_of)
 from ..devices import HardwareCatalog
 from ..errors import InvalidArgumentError
 from ..exercises import Exercise
@@ -119,10 +117,9 @@ def run(args) -> int:
             for e, s, m in zip(exercises, simulated, measured)]
     print(errors_table(rows, "validation: simulated (calibrated profile) vs measured "
                              "(real TF, median step)"))
-    errors = [abs(s - m.median_ns) / m.median_ns
-              for s, m in zip(simulated, measured) if m is not None]
-    if errors:
-        median, worst = float(np.median(errors)), max(errors)
+    summary = error_summary(rows)
+    if summary is not None:
+        median, worst, _ = summary
         verdict = "met" if median <= TARGET_MEDIAN and worst <= TARGET_WORST else "missed"
         print(f"target: median <= {TARGET_MEDIAN:.0%}, worst <= {TARGET_WORST:.0%}: {verdict} "
               f"(median {median:.1%}, worst {worst:.1%}); rows in {args.csv}")

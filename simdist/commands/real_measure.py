@@ -154,21 +154,29 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
     return out
 
 
+def error_summary(rows) -> tuple[float, float, int] | None:
+    """(median, worst, count) of the absolute relative errors of (label, measured ns or None,
+    simulated ns) rows that have a measurement; None when none has."""
+    errors = [abs(simulated - measured) / measured
+              for _, measured, simulated in rows if measured is not None]
+    return (float(np.median(errors)), max(errors), len(errors)) if errors else None
+
+
 def errors_table(rows, title: str) -> str:
     """(label, measured ns or None, simulated ns) rows with their errors, then the median
     and worst absolute error."""
     head = f"{'exercise':<44} {'measured':>10} {'simulated':>10} {'error':>8}"
     lines = [title, head, "-" * len(head)]
-    errors = []
     for name, measured, simulated in rows:
         if measured is None:
             lines.append(f"{name:<44} {'-':>10} {simulated / 1e6:>8.2f}ms {'':>8}")
             continue
         error = (simulated - measured) / measured
-        errors.append(abs(error))
         lines.append(f"{name:<44} {measured / 1e6:>8.2f}ms {simulated / 1e6:>8.2f}ms "
                      f"{error * 100:>+7.1f}%")
-    if errors:
-        lines.append(f"median |error| {np.median(errors) * 100:.1f}%, worst "
-                     f"{max(errors) * 100:.1f}% over {len(errors)} exercises")
+    summary = error_summary(rows)
+    if summary is not None:
+        median, worst, count = summary
+        lines.append(f"median |error| {median * 100:.1f}%, worst {worst * 100:.1f}% over "
+                     f"{count} exercises")
     return "\n".join(lines)
