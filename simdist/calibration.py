@@ -42,7 +42,6 @@ import numpy as np
 from .catalog import DEVICES
 from .devices import DeviceProfile, HardwareCatalog, LinkProfile, SystemProfile
 from .errors import InvalidArgumentError
-from .units import GiB
 
 SYSTEM = "calibrated"
 #: simulated steps per exercise: a step costs what its batch does, and a dataset that is not
@@ -114,10 +113,9 @@ class Fit(NamedTuple):
                 for s, m in zip(self.simulated_ns, self.measurements)]
 
 
-def catalog_for(parameters: dict, base: HardwareCatalog | None = None,
-                memory: int = 4 * GiB) -> HardwareCatalog:
+def catalog_for(parameters: dict) -> HardwareCatalog:
     """The built-in catalog plus the "calibrated" system holding ``parameters``: a
-    ``virtual`` CPU device (its memory bandwidth the cpu-core's, its efficiency 1: the fitted
+    ``virtual`` CPU device (its memory and memory bandwidth the cpu-core's, its efficiency 1: the fitted
     FLOP rate is what TF's kernels reach), the intra link and the network between processes."""
     missing = [n for n in NAMES if n not in parameters]
     if missing:
@@ -127,11 +125,11 @@ def catalog_for(parameters: dict, base: HardwareCatalog | None = None,
     if bad:
         raise InvalidArgumentError(f"calibration parameters must be finite numbers >= 0: "
                                    f"{', '.join(f'{n}={p[n]!r}' for n in bad)}")
-    catalog = base or HardwareCatalog.default()
+    catalog = HardwareCatalog.default()
     cpu = next(d for d in DEVICES if d["name"] == "cpu-core")
     catalog.devices[f"{SYSTEM}-cpu"] = DeviceProfile(
         f"{SYSTEM}-cpu", "CPU", peak_flops=1e15 / max(p["flop_time"], 1e-6),
-        mem_bandwidth=cpu["mem_bandwidth"], memory=memory, launch_overhead_ns=0,
+        mem_bandwidth=cpu["mem_bandwidth"], memory=cpu["memory"], launch_overhead_ns=0,
         efficiency=1.0, op_overhead_ns=round(p["op_overhead"]),
         step_overhead_ns=round(p["step_overhead"]),
         replica_overhead_ns=round(p["replica_overhead"]),

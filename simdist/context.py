@@ -108,18 +108,16 @@ class TaskContext:
         on ``virtual`` devices, ops of all the task's devices and its host do.
         """
         self.device(device)  # checks the index
-        lane = self._device_name(device)
         duration = self.hardware.device.compute_time_ns(flops, nbytes, ops=ops)
-        start = self.occupy(HOST if self.hardware.device.virtual else lane, duration)
-        self.span(lane, name, cat, start, duration, flops=flops, **args)
-        return self.env.timeout(start + duration - self.env.now)
+        return self.busy(device, name, duration, cat, flops=flops, **args)
 
-    def busy(self, device: int | None, name: str, duration: int, cat: str = "host"):
-        """``duration`` ns of work that is no op's FLOPs (a runtime's own overhead) on a
-        device (None: the host), booked like an op; the event of its end."""
+    def busy(self, device: int | None, name: str, duration: int, cat: str = "host", **args):
+        """``duration`` ns of work on a device (None: the host), booked on its stream (on
+        ``virtual`` devices, the host's), a span on its lane; the event of its end. What an
+        op runs, and a runtime's own overhead."""
         lane = HOST if device is None else self._device_name(device)
         start = self.occupy(HOST if self.hardware.device.virtual else lane, duration)
-        self.span(lane, name, cat, start, duration)
+        self.span(lane, name, cat, start, duration, **args)
         return self.env.timeout(start + duration - self.env.now)
 
     def host_step(self, replicas: int, examples: int = 0, wrapped: bool = False,
