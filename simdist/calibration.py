@@ -115,8 +115,9 @@ class Fit(NamedTuple):
 
 def catalog_for(parameters: dict) -> HardwareCatalog:
     """The built-in catalog plus the "calibrated" system holding ``parameters``: a
-    ``virtual`` CPU device (its memory and memory bandwidth the cpu-core's, its efficiency 1: the fitted
-    FLOP rate is what TF's kernels reach), the intra link and the network between processes."""
+    ``virtual`` CPU device (its memory and memory bandwidth the cpu-core's, its efficiency 1:
+    the fitted FLOP rate is what TF's kernels reach), the intra link and the network between
+    processes."""
     missing = [n for n in NAMES if n not in parameters]
     if missing:
         raise InvalidArgumentError(f"calibration parameters missing: {', '.join(missing)}")
