@@ -3,7 +3,7 @@
 The step-time model is the simulator itself. A synchronous step of an exercise with R local
 replicas on each of W workers costs, in the simulator (``simdist.distribute.exercise``):
 
-    host_step    = step_overhead + R x replica_overhead + examples x input_example
+    host_step    = step_overhead + R x replica_overhead + input KB x input_byte_time
                    (+ input_pipeline when the strategy wraps the dataset: all but the default
                    one; + distributed_step for MirroredStrategy, MultiWorkerMirroredStrategy)
     compute      = R x (num_ops x op_overhead + FLOPs per replica x flop_time)
@@ -70,7 +70,7 @@ PARAMETERS = (
     Parameter("input_pipeline", "ns", "extra host work per step of a wrapped dataset", 3e5),
     Parameter("distributed_step", "ns", "extra host work per step of the mirrored strategies",
               1e6),
-    Parameter("input_example", "ns", "host time per example of a step's input", 200.0),
+    Parameter("input_byte_time", "ns/KB", "host time per KB of a step's input", 1e3),
     Parameter("op_overhead", "ns", "executor dispatch per TF op", 2e4),
     Parameter("collective_overhead", "ns", "starting one all-reduce, per member", 2e5),
     Parameter("flop_time", "ns/MFLOP", "compute time per million FLOPs", 5e3),
@@ -137,7 +137,7 @@ def catalog_for(parameters: dict) -> HardwareCatalog:
         collective_overhead_ns=round(p["collective_overhead"]),
         input_pipeline_overhead_ns=round(p["input_pipeline"]),
         distributed_step_overhead_ns=round(p["distributed_step"]),
-        input_example_ns=round(p["input_example"]),
+        input_kb_ns=round(p["input_byte_time"]),
         virtual=True)
     catalog.links[f"{SYSTEM}-intra"] = LinkProfile(
         f"{SYSTEM}-intra", "shm", latency_ns=max(1, round(p["intra_latency"])),
@@ -247,7 +247,7 @@ def profile_document(fit_: Fit, machine: str = "") -> dict:
             "collective_overhead_ns": device.collective_overhead_ns,
             "input_pipeline_overhead_ns": device.input_pipeline_overhead_ns,
             "distributed_step_overhead_ns": device.distributed_step_overhead_ns,
-            "input_example_ns": device.input_example_ns, "virtual": device.virtual}},
+            "input_kb_ns": device.input_kb_ns, "virtual": device.virtual}},
         "links": {link.name: {"kind": link.kind, "latency_ns": link.latency_ns,
                               "bandwidth": link.bandwidth} for link in (intra, network)},
         "systems": {SYSTEM: {"device": device.name, "intra_link": intra.name,

@@ -120,12 +120,12 @@ class TaskContext:
         self.span(lane, name, cat, start, duration, **args)
         return self.env.timeout(start + duration - self.env.now)
 
-    def host_step(self, replicas: int, examples: int = 0, wrapped: bool = False,
+    def host_step(self, replicas: int, input_bytes: int = 0, wrapped: bool = False,
                   distributed: bool = False):
         """The host's own work of one training step (``DeviceProfile.host_step_ns``: the
         Python loop, the input iterator, the function call), a span on the host lane; an
         event (already done when the profile charges nothing)."""
-        duration = self.hardware.device.host_step_ns(replicas, examples, wrapped,
+        duration = self.hardware.device.host_step_ns(replicas, input_bytes, wrapped,
                                                      distributed)
         if not duration:
             return self.env.timeout(0)

@@ -98,9 +98,10 @@ class DeviceProfile:
     - ``distributed_step_overhead_ns``: the extra host work per step of a strategy that runs
       through tf.distribute's mirrored machinery (``mirrored_run``, a ``DistributedIterator``),
       MirroredStrategy and MultiWorkerMirroredStrategy, even with one replica;
-    - ``input_example_ns``: the host's time per example of a step's input (the dataset's
-      generator, the conversion to tensors, the split: measured to grow with the examples,
-      not their bytes);
+    - ``input_kb_ns``: the host's time per KB (1000 bytes) of a step's input, features and
+      labels (the dataset's generator, the conversion to tensors, the split: measured on TF
+      2.21 to grow with the batch's bytes: 64-pixel digits cost 4-8x more per example than
+      8-feature rows);
     - ``collective_overhead_ns``: TF's collective executor starting one all-reduce on a
       device (a ``CollectiveReduceV2`` kernel: its instance, its group, its buffers), paid by
       every member of each all-reduce before its messages;
@@ -122,7 +123,7 @@ class DeviceProfile:
     collective_overhead_ns: int = 0
     input_pipeline_overhead_ns: int = 0
     distributed_step_overhead_ns: int = 0
-    input_example_ns: int = 0
+    input_kb_ns: int = 0
     virtual: bool = False
 
     def __post_init__(self):
@@ -134,7 +135,7 @@ class DeviceProfile:
         for field in ("launch_overhead_ns", "op_overhead_ns", "step_overhead_ns",
                       "replica_overhead_ns", "collective_overhead_ns",
                       "input_pipeline_overhead_ns", "distributed_step_overhead_ns",
-                      "input_example_ns"):
+                      "input_kb_ns"):
             _check_int(f"device {brief(self.name)}: {field}", getattr(self, field), 0)
         _check_efficiency(self.efficiency)
         if not isinstance(self.virtual, bool):
@@ -160,15 +161,15 @@ class DeviceProfile:
         memory = _ceil_div(int(nbytes) * 10**9, self.mem_bandwidth)
         return max(compute, memory) + self.launch_overhead_ns + ops * self.op_overhead_ns
 
-    def host_step_ns(self, replicas: int, examples: int = 0, wrapped: bool = False,
+    def host_step_ns(self, replicas: int, input_bytes: int = 0, wrapped: bool = False,
                      distributed: bool = False) -> int:
         """The host's work per training step of a task with ``replicas`` local replicas and
-        ``examples`` of input (``wrapped``: the strategy wraps the dataset; ``distributed``:
-        it runs through the mirrored machinery)."""
+        ``input_bytes`` of input (``wrapped``: the strategy wraps the dataset;
+        ``distributed``: it runs through the mirrored machinery)."""
         _check_int("replicas", replicas, 0)
-        _check_int("examples", examples, 0)
+        _check_int("input_bytes", input_bytes, 0)
         return (self.step_overhead_ns + replicas * self.replica_overhead_ns
-                + examples * self.input_example_ns
+                + _ceil_div(input_bytes * self.input_kb_ns, 1000)
                 + (self.input_pipeline_overhead_ns if wrapped else 0)
                 + (self.distributed_step_overhead_ns if distributed else 0))
 
@@ -230,7 +231,7 @@ _FILE_FIELDS = {
                 "memory": "B", "launch_overhead_ns": "ns", "efficiency": "fraction",
                 "op_overhead_ns": "ns", "step_overhead_ns": "ns", "replica_overhead_ns": "ns",
                 "collective_overhead_ns": "ns", "input_pipeline_overhead_ns": "ns",
-                "distributed_step_overhead_ns": "ns", "input_example_ns": "ns",
+                "distributed_step_overhead_ns": "ns", "input_kb_ns": "ns",
                 "virtual": "bool"},
     "links": {"kind": "str", "latency_ns": "ns", "bandwidth": "B/s"},
     "systems": {"device": "str", "intra_link": "str", "network": "str", "description": "str"},

@@ -20,7 +20,7 @@ from simdist.exercises import Exercise
 
 #: a made-up machine: what the fit must find again from step times simulated with it
 TRUE = {"step_overhead": 800_000.0, "replica_overhead": 150_000.0,
-        "input_pipeline": 200_000.0, "distributed_step": 1_000_000.0, "input_example": 150.0,
+        "input_pipeline": 200_000.0, "distributed_step": 1_000_000.0, "input_byte_time": 800.0,
         "op_overhead": 10_000.0,
         "collective_overhead": 300_000.0, "flop_time": 8_000.0, "intra_latency": 50_000.0,
         "intra_byte_time": 40.0, "network_latency": 3_000_000.0, "network_byte_time": 500.0}
@@ -67,13 +67,26 @@ def test_op_step_and_replica_overheads_add_up():
         dataclasses.replace(dev, virtual="yes")
 
 
-def test_input_examples_the_dataset_wrapper_and_the_mirrored_machinery_cost_host_time():
+def test_input_bytes_the_dataset_wrapper_and_the_mirrored_machinery_cost_host_time():
     dev = DeviceProfile("d", "CPU", peak_flops=1e12, mem_bandwidth=10**9, memory=2**30,
-                        launch_overhead_ns=0, step_overhead_ns=100, input_example_ns=3,
+                        launch_overhead_ns=0, step_overhead_ns=100, input_kb_ns=3_000,
                         input_pipeline_overhead_ns=700, distributed_step_overhead_ns=5_000)
-    assert dev.host_step_ns(1, examples=64) == 100 + 192
-    assert dev.host_step_ns(1, examples=64, wrapped=True) == 100 + 192 + 700
+    assert dev.host_step_ns(1, input_bytes=64) == 100 + 192
+    assert dev.host_step_ns(1, input_bytes=1) == 100 + 3  # rounded up to whole ns
+    assert dev.host_step_ns(1, input_bytes=64, wrapped=True) == 100 + 192 + 700
     assert dev.host_step_ns(2, 64, wrapped=True, distributed=True) == 100 + 192 + 700 + 5_000
+
+
+def test_a_steps_input_costs_its_bytes_features_and_labels():
+    """64 float32 pixels and an int32 label are 260 bytes an example; 8 float32 features
+    and a float32 target are 36: with only the input's time per KB set, a step of 128
+    digits costs 260/36 times a step of 128 regression rows."""
+    free = {n: 0.0 for n in NAMES}
+    catalogs = catalog_for(free), catalog_for({**free, "input_byte_time": 1_000.0})  # 1 ns/B
+    rows, digits = ([simulated_step_ns(ex("default", model=model, batch=128), c)
+                     for c in catalogs] for model in ("linear", "softmax"))
+    assert rows[1] - rows[0] == 128 * 36
+    assert digits[1] - digits[0] == 128 * 260
 
 
 def test_only_the_default_strategy_hands_the_dataset_back_unwrapped():
@@ -222,7 +235,8 @@ def test_bad_tables_are_refused_naming_the_line_and_value(tmp_path, header, row,
 
 
 def test_calibrate_from_csv_predicts_the_rows_it_left_out(tmp_path, capsys):
-    exercises = plan()[:14]
+    # a softmax row tells the input's bytes (digits, the mlp's too) from the mlp's FLOPs
+    exercises = plan()[:14] + [ex("one_device", model="softmax", batch=1024)]
     check = [ex("mirrored", 4, model="softmax", batch=512), ex("central_storage", 4)]
     times = predict(TRUE, exercises + check)
     rows = [[e.strategy, e.workers, e.devices_per_worker, e.model, e.hidden, e.global_batch,
@@ -236,8 +250,8 @@ def test_calibrate_from_csv_predicts_the_rows_it_left_out(tmp_path, capsys):
     assert simdist_main(["calibrate", "--from-csv", str(table), "-o", str(out)]) == 0
     text = capsys.readouterr().out
     predicted = text[text.index("predicted (rows marked check"):]
-    assert "line 16: mirrored x4 softmax batch 512" in predicted
-    assert "line 18: mirrored x4 mlp(32) batch 64" in predicted
+    assert "line 17: mirrored x4 softmax batch 512" in predicted
+    assert "line 19: mirrored x4 mlp(32) batch 64" in predicted
     errors = [float(line.split()[-1].rstrip("%")) for line in predicted.splitlines()
               if line.startswith("line ") and line.endswith("%")]
     assert len(errors) == 2 and max(abs(e) for e in errors) < 2.0

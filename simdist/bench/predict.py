@@ -4,7 +4,7 @@ A fixed matrix (``matrix``): every strategy realdist runs in synchronous steps h
 one_device, mirrored and central_storage on 1, 2 and 4 logical CPUs, multi_worker_mirrored
 on 1, 2 and 4 worker processes) x two models (softmax regression and a 64-unit MLP on the
 digits) x two global batches (64 and 1024). None of these is an exercise ``simdist
-calibrate`` measured (it uses linear regression and a 256-unit MLP at other batches), so the
+calibrate`` measured (it uses softmax at 512, linear regression and a 256-unit MLP), so the
 errors are predictions, not residuals of the fit. Each row: the simulated step time with
 the calibrated profile, the median measured over the steps of three runs, the first five of
 each left out (with its quartiles), and the error; then the median and worst absolute error

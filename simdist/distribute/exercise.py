@@ -62,7 +62,8 @@ def train(ctx, exercise: Exercise):
         b = batch.global_batch_size
         x, y = batch
         yield ctx.host_step(len(strategy.worker_devices),
-                            sum(len(v) for v in x.values), strategy.wraps_dataset,
+                            sum(v.nbytes for v in (*x.values, *y.values)),
+                            strategy.wraps_dataset,
                             strategy.mirrored_runtime)
 
         def replica_step(x, y, w):
