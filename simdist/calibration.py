@@ -9,14 +9,15 @@ replicas on each of W workers costs, in the simulator (``simdist.distribute.exer
     compute      = R x (num_ops x op_overhead + FLOPs per replica x flop_time)
                    (the R replicas' passes one after another when the devices are
                    ``virtual``: logical CPUs cut from one machine's cores)
-    all-reduce   = collective_overhead on every replica (the mirrored strategies start
-                   collective kernels even alone), then the ring over the R x W
+    all-reduce   = collective_overhead + tensors x packed_tensor on every replica (the
+                   mirrored strategies start collective kernels even alone, and pack a
+                   step's tensors into one), then the ring over the R x W
                    replicas: 2(RW - 1) messages of latency + bytes / bandwidth (between
                    devices of a worker: the intra link; between workers: the network), for
                    the gradients and for the loss
     update       = R x (variables x op_overhead + the update's roofline time)
 
-so it is a sum of twelve parameters, each times a count that the exercise fixes:
+so it is a sum of thirteen parameters, each times a count that the exercise fixes:
 ``PARAMETERS`` below (step, replica and op overheads, time per FLOP, and the latency and time
 per byte of the two links). A ring's step waits on the slowest member, so the sum is exact
 only up to such maxima; the fit therefore asks the simulator rather than a formula: starting
@@ -49,6 +50,8 @@ SYSTEM = "calibrated"
 #: middle of both, as a measured median over many steps is
 SIM_STEPS = 4
 ITERATIONS = 3
+#: reweighted least-squares rounds per iteration (``_least_absolute``); 0: plain squares
+ROBUST_ROUNDS = 10
 
 
 class Parameter(NamedTuple):
@@ -73,6 +76,7 @@ PARAMETERS = (
     Parameter("input_byte_time", "ns/KB", "host time per KB of a step's input", 1e3),
     Parameter("op_overhead", "ns", "executor dispatch per TF op", 2e4),
     Parameter("collective_overhead", "ns", "starting one all-reduce, per member", 2e5),
+    Parameter("packed_tensor", "ns", "per tensor packed into an all-reduce, per member", 5e4),
     Parameter("flop_time", "ns/MFLOP", "compute time per million FLOPs", 5e3),
     Parameter("intra_latency", "ns", "latency of a message between devices of a worker", 2e4,
               "multi_device"),
@@ -135,6 +139,7 @@ def catalog_for(parameters: dict) -> HardwareCatalog:
         step_overhead_ns=round(p["step_overhead"]),
         replica_overhead_ns=round(p["replica_overhead"]),
         collective_overhead_ns=round(p["collective_overhead"]),
+        packed_tensor_overhead_ns=round(p["packed_tensor"]),
         input_pipeline_overhead_ns=round(p["input_pipeline"]),
         distributed_step_overhead_ns=round(p["distributed_step"]),
         input_kb_ns=round(p["input_byte_time"]),
@@ -185,8 +190,6 @@ def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,
 
     ``on_progress(done, total)`` is called after each simulation.
     """
-    from scipy.optimize import nnls
-
     measurements = list(measurements)
     if not measurements:
         raise InvalidArgumentError("calibration needs at least one measured exercise")
@@ -221,12 +224,26 @@ def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,
         sens = np.array(columns).T  # exercises x free parameters
         current = np.array([theta[p.name] for p in free])
         offset = np.array(base) - sens @ current  # what no parameter pays for
-        weights = 1.0 / measured  # relative errors
-        solution, _ = nnls(sens * weights[:, None], (measured - offset) * weights)
+        solution = _least_absolute(sens, measured - offset, measured, ROBUST_ROUNDS)
         theta = {**theta, **{p.name: float(v) for p, v in zip(free, solution)}}
     catalog = catalog_for(theta)
     simulated = [simulated_step_ns(m.exercise, catalog) for m in measurements]
     return Fit(theta, catalog, measurements, simulated)
+
+
+def _least_absolute(a, b, scale, rounds: int, floor: float = 0.01):
+    """x >= 0 that makes sum |(a x - b) / scale| small: least squares reweighted by each
+    row's last absolute error (``rounds`` times, errors under ``floor`` counting as
+    ``floor``), so that a few exercises measured far off pull the fit less than squares
+    would, as the median error the fit is judged by is pulled by them."""
+    from scipy.optimize import nnls
+
+    weights = 1.0 / scale
+    for _ in range(rounds + 1):
+        x, _ = nnls(a * weights[:, None], b * weights)
+        error = np.abs(a @ x - b) / scale
+        weights = 1.0 / (scale * np.sqrt(np.maximum(error, floor)))
+    return x
 
 
 def profile_document(fit_: Fit, machine: str = "") -> dict:
@@ -247,7 +264,9 @@ def profile_document(fit_: Fit, machine: str = "") -> dict:
             "collective_overhead_ns": device.collective_overhead_ns,
             "input_pipeline_overhead_ns": device.input_pipeline_overhead_ns,
             "distributed_step_overhead_ns": device.distributed_step_overhead_ns,
-            "input_kb_ns": device.input_kb_ns, "virtual": device.virtual}},
+            "input_kb_ns": device.input_kb_ns,
+            "packed_tensor_overhead_ns": device.packed_tensor_overhead_ns,
+            "virtual": device.virtual}},
         "links": {link.name: {"kind": link.kind, "latency_ns": link.latency_ns,
                               "bandwidth": link.bandwidth} for link in (intra, network)},
         "systems": {SYSTEM: {"device": device.name, "intra_link": intra.name,

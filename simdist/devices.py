@@ -105,6 +105,11 @@ class DeviceProfile:
     - ``collective_overhead_ns``: TF's collective executor starting one all-reduce on a
       device (a ``CollectiveReduceV2`` kernel: its instance, its group, its buffers), paid by
       every member of each all-reduce before its messages;
+    - ``packed_tensor_overhead_ns``: per tensor of such an all-reduce, per member: in a
+      ``tf.function`` TF's ``CollectiveReplicaLauncher.batch_all_reduce`` packs a step's
+      gradients into one tensor (a reshape and a shape op per tensor, a concat) and cuts the
+      result back (a split, a reshape per tensor), so a model's variable count costs ops
+      that its forward and backward pass do not hold;
     - ``virtual``: the devices are logical devices cut from one physical device
       (``tf.config.set_logical_device_configuration``): they and the host share its cores, so
       their ops run one after another.
@@ -124,6 +129,7 @@ class DeviceProfile:
     input_pipeline_overhead_ns: int = 0
     distributed_step_overhead_ns: int = 0
     input_kb_ns: int = 0
+    packed_tensor_overhead_ns: int = 0
     virtual: bool = False
 
     def __post_init__(self):
@@ -135,7 +141,7 @@ class DeviceProfile:
         for field in ("launch_overhead_ns", "op_overhead_ns", "step_overhead_ns",
                       "replica_overhead_ns", "collective_overhead_ns",
                       "input_pipeline_overhead_ns", "distributed_step_overhead_ns",
-                      "input_kb_ns"):
+                      "input_kb_ns", "packed_tensor_overhead_ns"):
             _check_int(f"device {brief(self.name)}: {field}", getattr(self, field), 0)
         _check_efficiency(self.efficiency)
         if not isinstance(self.virtual, bool):
@@ -232,6 +238,7 @@ _FILE_FIELDS = {
                 "op_overhead_ns": "ns", "step_overhead_ns": "ns", "replica_overhead_ns": "ns",
                 "collective_overhead_ns": "ns", "input_pipeline_overhead_ns": "ns",
                 "distributed_step_overhead_ns": "ns", "input_kb_ns": "ns",
+                "packed_tensor_overhead_ns": "ns",
                 "virtual": "bool"},
     "links": {"kind": "str", "latency_ns": "ns", "bandwidth": "B/s"},
     "systems": {"device": "str", "intra_link": "str", "network": "str", "description": "str"},

@@ -14,6 +14,7 @@ from simdist.calibration import (NAMES, SYSTEM, Measurement, catalog_for, fit, p
                                  simulated_step_ns)
 from simdist.calibration_table import read_table
 from simdist.cli import main as simdist_main
+from simdist.commands.real_measure import schedule
 from simdist.devices import DeviceProfile, HardwareCatalog, ProfileFileError
 from simdist.errors import InvalidArgumentError
 from simdist.exercises import Exercise
@@ -21,7 +22,7 @@ from simdist.exercises import Exercise
 #: a made-up machine: what the fit must find again from step times simulated with it
 TRUE = {"step_overhead": 800_000.0, "replica_overhead": 150_000.0,
         "input_pipeline": 200_000.0, "distributed_step": 1_000_000.0, "input_byte_time": 800.0,
-        "op_overhead": 10_000.0,
+        "packed_tensor": 40_000.0, "op_overhead": 10_000.0,
         "collective_overhead": 300_000.0, "flop_time": 8_000.0, "intra_latency": 50_000.0,
         "intra_byte_time": 40.0, "network_latency": 3_000_000.0, "network_byte_time": 500.0}
 
@@ -111,6 +112,19 @@ def test_mirrored_strategies_start_collectives_even_with_one_replica():
     assert alone["one_device"] == alone["default"]
     assert alone["mirrored"] - alone["one_device"] == pytest.approx(200_000, abs=1_000)
     assert alone["multi_worker_mirrored"] == pytest.approx(alone["mirrored"], abs=1_000)
+
+
+def test_packing_costs_per_tensor_in_the_mirrored_strategies_only():
+    """An MLP's four gradient tensors cost two more packing steps than softmax's two (its
+    weights and biases), on MirroredStrategy and not on OneDeviceStrategy, which reduces
+    nothing."""
+    free = {n: 0.0 for n in NAMES}
+    catalogs = catalog_for(free), catalog_for({**free, "packed_tensor": 100_000.0})
+    extra = {s: [simulated_step_ns(ex(s, model="mlp"), c)
+                 - simulated_step_ns(ex(s, model="softmax"), c) for c in catalogs]
+             for s in ("mirrored", "one_device")}
+    assert extra["mirrored"][1] - extra["mirrored"][0] == 200_000
+    assert extra["one_device"][1] == extra["one_device"][0]
 
 
 def test_virtual_devices_run_their_replicas_one_after_another():
@@ -272,6 +286,39 @@ def test_calibrate_and_predict_refuse_bad_input_in_one_line(tmp_path, capsys):
     (tmp_path / "x.json").write_text("{}")
     assert simdist_main(["bench", "predict", "--profiles-file", str(tmp_path / "x.json")]) == 2
     assert "has no 'calibrated' system" in capsys.readouterr().err
+
+
+# -- measuring ----------------------------------------------------------------------------------
+
+def test_the_measuring_schedule_starts_workers_once_per_cluster_size():
+    """The exercises of one process in passes, every other one reversed; then each cluster
+    size's runs, in passes likewise, as one batch: one launch of its worker processes."""
+    plan = [ex("mirrored", 2), ex("multi_worker_mirrored", workers=2), ex("default"),
+            ex("multi_worker_mirrored", workers=4), ex("multi_worker_mirrored", workers=2,
+                                                      model="mlp")]
+    batches = schedule(plan, 3)
+    assert batches[:6] == [[(0, 0)], [(2, 0)], [(2, 1)], [(0, 1)], [(0, 2)], [(2, 2)]]
+    assert batches[6:] == [[(1, 0), (4, 0), (4, 1), (1, 1), (1, 2), (4, 2)],
+                           [(3, 0), (3, 1), (3, 2)]]
+
+
+def test_one_launch_measures_exercises_of_one_cluster_only():
+    from realdist.multiworker import measure_multi_worker
+
+    with pytest.raises(InvalidArgumentError, match="one cluster and communication"):
+        measure_multi_worker([ex("multi_worker_mirrored", workers=2),
+                              ex("multi_worker_mirrored", workers=4)], [0, 1])
+
+
+@pytest.mark.realtf
+@pytest.mark.timeout(300)
+def test_one_launch_of_workers_trains_several_exercises_in_order():
+    from realdist.multiworker import measure_multi_worker
+
+    small = ex("multi_worker_mirrored", workers=2, model="softmax")
+    large = dataclasses.replace(small, model="mlp", hidden=256, global_batch=900, steps=4)
+    runs = measure_multi_worker([small, large], [0, 1, 1], timeout=120)
+    assert [len(r) for r in runs] == [3, 4, 4] and all(t > 0 for r in runs for t in r)
 
 
 # -- on real TF -------------------------------------------------------------------------------

@@ -208,7 +208,9 @@ class Strategy:
         ops = self._cross_device_ops()
         ops.check_devices(self.ctx)
         members = self._members()
-        launch = self.ctx.hardware.device.collective_overhead_ns
+        profile = self.ctx.hardware.device
+        launch = (profile.collective_overhead_ns
+                  + len(flat) * profile.packed_tensor_overhead_ns)
         if launch and self.mirrored_runtime:  # a calibrated profile's cost of starting
             yield self.ctx.env.all_of([self.ctx.busy(d, "launch collective", launch)
                                        for d in self._devices])
