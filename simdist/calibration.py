@@ -45,6 +45,9 @@ from .devices import DeviceProfile, HardwareCatalog, LinkProfile, SystemProfile
 from .errors import InvalidArgumentError
 
 SYSTEM = "calibrated"
+#: an exercise's fields in a profile file's record of the fit: those that set its step time
+RECORD_FIELDS = ("strategy", "workers", "devices_per_worker", "model", "dataset", "hidden",
+                 "global_batch")
 #: simulated steps per exercise: a step costs what its batch does, and a dataset that is not
 #: a multiple of the batch alternates full and partial batches, so the median of 4 is the
 #: middle of both, as a measured median over many steps is
@@ -284,9 +287,8 @@ def profile_document(fit_: Fit, machine: str = "") -> dict:
 
 
 def _short(exercise) -> dict:
-    """The fields that set an exercise's step time."""
-    return {k: getattr(exercise, k) for k in ("strategy", "workers", "devices_per_worker",
-                                               "model", "dataset", "hidden", "global_batch")}
+    """The fields that set an exercise's step time (``RECORD_FIELDS``)."""
+    return {k: getattr(exercise, k) for k in RECORD_FIELDS}
 
 
 def load_profile_parameters(document: dict) -> dict:

@@ -315,7 +315,7 @@ class HardwareCatalog:
         Nothing changes when the file has an error.
         """
         path = Path(path)
-        data = _read_profile_file(path)
+        data = read_profile_file(path)
         tables = {section: dict(getattr(self, section)) for section in _SECTION_CLASS}
         for section in _SECTION_CLASS:  # devices and links first: systems refer to them
             entries = data.get(section) or {}
@@ -339,7 +339,7 @@ class HardwareCatalog:
         return self
 
 
-def _read_profile_file(path: Path) -> dict:
+def read_profile_file(path: Path) -> dict:
     suffix = path.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml"):
         raise ProfileFileError(

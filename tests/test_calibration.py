@@ -321,6 +321,31 @@ def test_one_launch_of_workers_trains_several_exercises_in_order():
     assert [len(r) for r in runs] == [3, 4, 4] and all(t > 0 for r in runs for t in r)
 
 
+def test_predict_measures_the_calibrations_softmax_exercises_again(tmp_path):
+    """bench predict's anchors: the profile record's softmax-at-128 exercises with the time
+    calibrate measured, and the machine's drift as the median ratio of now to then."""
+    from simdist.bench.predict import anchors, drift
+
+    def row(strategy, model, batch, ns):
+        return {"exercise": {"strategy": strategy, "workers": 1, "devices_per_worker": 2,
+                             "model": model, "dataset": "digits", "hidden": 32,
+                             "global_batch": batch}, "measured_ns": ns}
+
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps({"calibration": {"exercises": [
+        row("mirrored", "softmax", 128, 2_000_000), row("mirrored", "mlp", 128, 3_000_000),
+        row("central_storage", "softmax", 128, 1_500_000)]}}))
+    found = anchors(profile, 50)
+    assert [(e.strategy, e.devices_per_worker, e.steps, ns) for e, ns in found] == [
+        ("mirrored", 2, 50, 2e6), ("central_storage", 2, 50, 1.5e6)]
+    assert [e.strategy for e, _ in anchors(profile, 50, only=["central_storage"])] == [
+        "central_storage"]
+    (tmp_path / "bare.json").write_text("{}")
+    assert anchors(tmp_path / "bare.json", 50) == []
+    assert drift([(3e6, 2e6), (None, 1e6), (1e6, 1e6)]) == pytest.approx(1.25)
+    assert drift([(None, 1e6)]) is None
+
+
 # -- on real TF -------------------------------------------------------------------------------
 
 @pytest.mark.realtf
