@@ -3,22 +3,19 @@ hardware profile to and ``simdist bench predict`` checks the simulator against.
 
 ``python -m realdist measure PLAN.json`` reads a list of exercises (``Exercise.to_dict()``
 each), trains each with its strategy's realdist runner and prints a JSON line as each run
-ends, so that the caller can show progress and keep what finished. With ``--repeat N``
-every exercise runs N times (``simdist.commands.real_measure.schedule``): the strategies of
-one process (default, one_device, mirrored, central_storage) in N passes through the plan,
-every other one in reverse order, in this process (its logical CPU devices made once, as
-many as the plan's largest replica count asks); then the multi_worker_mirrored exercises,
-one launch of worker processes per cluster size running all of that size's runs
-(``realdist.multiworker.measure_multi_worker``), since starting TensorFlow in each worker
-is most of such a run's time. An exercise's line with its statistics comes after its last
-run, over the steps of all its runs:
+ends, so that the caller can show progress and keep what finished. With ``--repeat N`` the
+plan runs N times, every other pass in reverse order (a run's neighbours and its place after
+TensorFlow's start change its times by 10-30% on a small machine); an exercise's line with
+its statistics comes after its last run, over the steps of all its runs:
 
     {"index": 3, "pass": 1, "median_ns": 2871000, "p25_ns": ..., "p75_ns": ..., "steps": 70}
 
-(earlier runs print ``{"index": 3, "pass": 0, "wall_s": ...}``). The first ``SKIP_STEPS``
+(earlier passes print ``{"index": 3, "pass": 0, "wall_s": ...}``). The first ``SKIP_STEPS``
 steps of each run are left out (step 0 traces the ``tf.function``s; the next ones warm
-caches up). A failed exercise is a line with "error" instead of the times; the others go
-on.
+caches up). The strategies of one process (default, one_device, mirrored, central_storage)
+share it: its logical CPU devices are made once, as many as the plan's largest replica count
+asks. multi_worker_mirrored starts its worker processes per run. A failed exercise is a line
+with "error" instead of the times; the others go on.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ import time
 
 import numpy as np
 
-from simdist.commands.real_measure import schedule
 from simdist.errors import InvalidArgumentError
 from simdist.exercises import Exercise
 
@@ -64,31 +60,6 @@ def run_steps(exercise: Exercise, timeout: float = 300) -> list:
     return kept_steps(run_exercise(exercise, timeout=timeout).step_times_ns)
 
 
-def _run_batch(plan, batch, timeout: float, errors: dict) -> list[list]:
-    """The kept step times of each run of a ``schedule`` batch (an empty list for a run
-    that failed, or whose exercise failed before: its error is put in ``errors``)."""
-    indices = [index for index, _ in batch]
-    if plan[indices[0]].strategy == "multi_worker_mirrored":
-        from .multiworker import measure_multi_worker
-
-        group = sorted(set(indices))
-        try:
-            runs = measure_multi_worker([plan[i] for i in group],
-                                        [group.index(i) for i in indices], timeout)
-            return [kept_steps(times) for times in runs]
-        except Exception as error:  # noqa: BLE001 -- reported, and the plan goes on
-            errors.update({i: f"{type(error).__name__}: {error}" for i in group})
-            return [[] for _ in batch]
-    index = indices[0]
-    if index in errors:
-        return [[]]
-    try:
-        return [run_steps(plan[index], timeout)]
-    except Exception as error:  # noqa: BLE001 -- reported, and the plan goes on
-        errors[index] = f"{type(error).__name__}: {error}"
-        return [[]]
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="realdist measure",
@@ -116,15 +87,19 @@ def main(argv=None) -> int:
         configure_cpus(max(in_process))
     pooled: dict[int, list] = {k: [] for k in range(len(plan))}
     errors: dict[int, str] = {}
-    for batch in schedule(plan, args.repeat):
-        start = time.monotonic()
-        for (index, _), steps in zip(batch, _run_batch(plan, batch, args.timeout, errors)):
-            pooled[index] += steps
-        for index, p in batch:
+    for p in range(args.repeat):
+        order = range(len(plan)) if p % 2 == 0 else reversed(range(len(plan)))
+        for index in order:
+            start = time.monotonic()
+            if index not in errors:
+                try:
+                    pooled[index] += run_steps(plan[index], args.timeout)
+                except Exception as error:  # noqa: BLE001 -- reported, and the plan goes on
+                    errors[index] = f"{type(error).__name__}: {error}"
             line = {"index": index, "pass": p}
             if p == args.repeat - 1:
                 line.update({"error": errors[index]} if index in errors
                             else step_statistics(pooled[index]))
-            line["wall_s"] = round((time.monotonic() - start) / len(batch), 2)
+            line["wall_s"] = round(time.monotonic() - start, 2)
             print(json.dumps(line), flush=True)
     return 0

@@ -40,7 +40,7 @@ from simdist.errors import (DeadlineExceededError, InvalidArgumentError, Simdist
 from simdist.exercises import Exercise
 
 from .loopback import PrivateNetwork
-from .trace import cluster_step_times, result_from_workers
+from .trace import result_from_workers
 
 FAULT_ENV = "REALDIST_FAULT"
 #: a job directory is TMPDIR/realdist-mwms-PID-XXXX, PID being its launcher's
@@ -98,27 +98,6 @@ def run_multi_worker(exercise: Exercise, timeout: float = 300, on_step=None):
     for out in outs:
         out["weights"] = {k: np.asarray(v, np.float32) for k, v in out["weights"].items()}
     return result_from_workers(exercise, outs, metadata)
-
-
-def measure_multi_worker(exercises, order, timeout: float = 300) -> list[list[int]]:
-    """Step times (ns) of multi_worker_mirrored exercises of one cluster size, trained one
-    after another in ``order`` (indices into ``exercises``, each as often as it appears) in
-    one launch of the workers: each worker starts TensorFlow and its strategy once, not once
-    per run (most of a run's wall time on a small machine). One list per entry of
-    ``order``; ``timeout`` is each run's."""
-    exercises = list(exercises)
-    shapes = {(e.strategy, e.workers, e.devices_per_worker, e.communication)
-              for e in exercises}
-    if len(shapes) != 1 or exercises[0].strategy != "multi_worker_mirrored":
-        raise InvalidArgumentError(f"one launch measures multi_worker_mirrored exercises of "
-                                   f"one cluster and communication, got {sorted(shapes)}")
-    from .devices import gpus
-
-    envs = worker_devices_env(exercises[0], len(gpus()))
-    job = {"mode": "measure", "exercises": [e.to_dict() for e in exercises],
-           "order": list(order), "timeout": timeout + 10}
-    outs = launch(job, envs, timeout * max(1, len(order)))
-    return [cluster_step_times([out["runs"][r] for out in outs]) for r in range(len(order))]
 
 
 def multi_worker_split(workers: int, examples: int, global_batch: int, timeout: float = 120,
@@ -288,12 +267,6 @@ def worker_main(directory: str) -> None:
         from .split import received_ids
 
         out = {"ids": received_ids(strategy, job["examples"], job["global_batch"])}
-    elif job["mode"] == "measure":
-        from .loop import train
-
-        exercises = [Exercise.from_dict(d) for d in job["exercises"]]
-        strategy = make_strategy(exercises[0].communication, job["timeout"])
-        out = {"runs": [train(strategy, exercises[k])["spans"] for k in job["order"]]}
     else:
         exercise = Exercise.from_dict(job["exercise"])
         strategy = make_strategy(exercise.communication, job["timeout"])

@@ -15,16 +15,6 @@ PHASES = (("input", "input", "input"), ("compute", "compute", "compute"),
           ("update", "all-reduce + update", "allreduce"))
 
 
-def cluster_step_times(spans_per_worker: list[list[dict]]) -> list[int]:
-    """Each step's time over the whole cluster (ns): from the first worker's start to the
-    last worker's end (``time.monotonic_ns`` is one clock for every process of a machine)."""
-    times = []
-    for spans in zip(*spans_per_worker):
-        end = max(s["start"] + s["input"] + s["compute"] + s["update"] for s in spans)
-        times.append(end - min(s["start"] for s in spans))
-    return times
-
-
 def result_from_workers(exercise, outs: list[dict], metadata: dict) -> RunResult:
     """One RunResult from the ``loop.train`` outputs of every worker (worker 0's losses and
     weights; all workers hold the same weights after a synchronous step)."""
@@ -40,7 +30,11 @@ def result_from_workers(exercise, outs: list[dict], metadata: dict) -> RunResult
             for key, name, cat in PHASES:
                 tracer.span(pid, pid, "ops", name, cat, t, s[key], {"step": s["step"]})
                 t += s[key]
-    step_times = cluster_step_times([out["spans"] for out in outs])
+    step_times = []
+    for k in range(exercise.steps):
+        spans = [out["spans"][k] for out in outs]
+        end = max(s["start"] + s["input"] + s["compute"] + s["update"] for s in spans)
+        step_times.append(end - min(s["start"] for s in spans))
     metadata = {"clock": "wall (time.monotonic_ns)",
                 "note": "step 0 includes tracing the tf.functions", **metadata}
     trace = build_trace(tracer.streams, processes, processes,

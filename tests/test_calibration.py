@@ -14,7 +14,6 @@ from simdist.calibration import (NAMES, SYSTEM, Measurement, catalog_for, fit, p
                                  simulated_step_ns)
 from simdist.calibration_table import read_table
 from simdist.cli import main as simdist_main
-from simdist.commands.real_measure import schedule
 from simdist.devices import DeviceProfile, HardwareCatalog, ProfileFileError
 from simdist.errors import InvalidArgumentError
 from simdist.exercises import Exercise
@@ -288,38 +287,7 @@ def test_calibrate_and_predict_refuse_bad_input_in_one_line(tmp_path, capsys):
     assert "has no 'calibrated' system" in capsys.readouterr().err
 
 
-# -- measuring ----------------------------------------------------------------------------------
-
-def test_the_measuring_schedule_starts_workers_once_per_cluster_size():
-    """The exercises of one process in passes, every other one reversed; then each cluster
-    size's runs, in passes likewise, as one batch: one launch of its worker processes."""
-    plan = [ex("mirrored", 2), ex("multi_worker_mirrored", workers=2), ex("default"),
-            ex("multi_worker_mirrored", workers=4), ex("multi_worker_mirrored", workers=2,
-                                                      model="mlp")]
-    batches = schedule(plan, 3)
-    assert batches[:6] == [[(0, 0)], [(2, 0)], [(2, 1)], [(0, 1)], [(0, 2)], [(2, 2)]]
-    assert batches[6:] == [[(1, 0), (4, 0), (4, 1), (1, 1), (1, 2), (4, 2)],
-                           [(3, 0), (3, 1), (3, 2)]]
-
-
-def test_one_launch_measures_exercises_of_one_cluster_only():
-    from realdist.multiworker import measure_multi_worker
-
-    with pytest.raises(InvalidArgumentError, match="one cluster and communication"):
-        measure_multi_worker([ex("multi_worker_mirrored", workers=2),
-                              ex("multi_worker_mirrored", workers=4)], [0, 1])
-
-
-@pytest.mark.realtf
-@pytest.mark.timeout(300)
-def test_one_launch_of_workers_trains_several_exercises_in_order():
-    from realdist.multiworker import measure_multi_worker
-
-    small = ex("multi_worker_mirrored", workers=2, model="softmax")
-    large = dataclasses.replace(small, model="mlp", hidden=256, global_batch=900, steps=4)
-    runs = measure_multi_worker([small, large], [0, 1, 1], timeout=120)
-    assert [len(r) for r in runs] == [3, 4, 4] and all(t > 0 for r in runs for t in r)
-
+# -- bench predict ----------------------------------------------------------------------------
 
 def test_predict_measures_the_calibrations_softmax_exercises_again(tmp_path):
     """bench predict's anchors: the profile record's softmax-at-128 exercises with the time

@@ -1,8 +1,8 @@
 """``simdist calibrate``: fit a hardware profile to step times measured on this machine.
 
-By default it measures a plan of short real-TF runs (``CALIBRATION_PLAN``: one process
-with one, two and three logical CPUs, several worker processes, two models at small and
-large batches), fits the parameters of the step-time model (``simdist.calibration``) and
+By default it measures a plan of real-TF runs (``calibration_plan``: one process with one,
+two and four logical CPUs, one, two and four worker processes, two models at two batches
+each), fits the parameters of the step-time model (``simdist.calibration``) and
 saves the profiles file, which ``simdist run ... --profiles-file FILE --profile calibrated``
 and ``simdist bench predict`` read. ``--from-csv TABLE`` fits the same parameters to a
 user's own table of measured times instead (``simdist.calibration_table``) and predicts the

@@ -49,11 +49,11 @@ def add_measure_options(parser, what: str) -> None:
     parser.add_argument("--steps", type=option_type(check_steps), default=100,
                         help=f"training steps per run of each {what}; the first "
                              f"{SKIPPED_STEPS} of a run are left out (default 100: a run of "
-                             f"40 steps lasts only a few tenths of a second here, and its "
-                             f"median moves twice as much from run to run)")
-    parser.add_argument("--repeat", type=option_type(whole_number), default=5,
+                             f"40 steps lasts a few tenths of a second here, and its median "
+                             f"moves about twice as much from run to run)")
+    parser.add_argument("--repeat", type=option_type(whole_number), default=3,
                         help="runs per exercise, every other pass through the plan in reverse "
-                             "order, their steps pooled (default 5)")
+                             "order, their steps pooled (default 3)")
     parser.add_argument("--timeout", type=option_type(timeout_seconds), default=300,
                         help="seconds each run may take (default 300)")
 
@@ -62,11 +62,9 @@ def add_measure_options(parser, what: str) -> None:
 FIELDS = ["strategy", "workers", "replicas", "model", "dataset", "hidden", "global_batch",
           "steps", "median_ms", "p25_ms", "p75_ms", "wall_s", "error"]
 
-#: about how long a run takes to measure (s): in worker processes vs in one process, and
-#: starting worker processes for a cluster size
-SECONDS = {"multi_worker_mirrored": 3.0}
-SECONDS_IN_PROCESS = 1.0
-LAUNCH_S = 10.0
+#: about how long an exercise takes to measure (s): a worker process each vs one process
+SECONDS = {"multi_worker_mirrored": 11.0}
+SECONDS_IN_PROCESS = 1.2
 START_S = 6.0  # TensorFlow's start
 
 
@@ -86,33 +84,8 @@ def label(exercise) -> str:
     return f"{exercise.strategy} {size} {model} batch {exercise.global_batch}"
 
 
-def schedule(exercises, repeat: int) -> list[list[tuple[int, int]]]:
-    """The order ``realdist measure`` runs ``repeat`` runs of each exercise in: batches of
-    (index, pass) run together. First the exercises of one process, a batch per run, in
-    ``repeat`` passes, every other one in reverse order (a run's neighbours and the
-    machine's state drift change its time by 10-30% on a small machine: each exercise gets a
-    share of both ends); then the multi_worker_mirrored ones, a batch per cluster size (one
-    launch of its workers), its exercises in passes likewise."""
-    exercises = list(exercises)
-    local = [i for i, e in enumerate(exercises) if e.strategy != "multi_worker_mirrored"]
-
-    def passes(indices):
-        return [(i, p) for p in range(repeat)
-                for i in (indices if p % 2 == 0 else indices[::-1])]
-
-    batches = [[run] for run in passes(local)]
-    sizes = sorted({e.workers for e in exercises if e.strategy == "multi_worker_mirrored"})
-    for n in sizes:
-        batches.append(passes([i for i, e in enumerate(exercises)
-                               if e.strategy == "multi_worker_mirrored" and e.workers == n]))
-    return batches
-
-
-def estimate_s(exercises, launches: int = 0) -> float:
-    """About how long measuring runs of ``exercises`` takes (s), with ``launches`` launches
-    of worker processes."""
-    return (START_S + launches * LAUNCH_S
-            + sum(SECONDS.get(e.strategy, SECONDS_IN_PROCESS) for e in exercises))
+def estimate_s(exercises) -> float:
+    return START_S + sum(SECONDS.get(e.strategy, SECONDS_IN_PROCESS) for e in exercises)
 
 
 def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat: int = 3,
@@ -122,14 +95,10 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
     CSV gets each row as its statistics come, with the columns ``more(index, measurement or
     None)`` adds (named in ``more_fields``)."""
     exercises = list(exercises)
-    batches = schedule(exercises, repeat)
-    runs = [(exercises[i], len(batch) > 1 and k == 0) for batch in batches
-            for k, (i, _) in enumerate(batch)]  # (exercise, starts a launch)
+    n = len(exercises)
+    runs = [exercises[i] for p in range(repeat)
+            for i in (range(n) if p % 2 == 0 else reversed(range(n)))]
     bar = ProgressBar(len(runs), stream=stream)
-
-    def left_s(rest):
-        return estimate_s([e for e, _ in rest], sum(launch for _, launch in rest))
-
     out: list[Measurement | None] = [None] * len(exercises)
     writer = handle = None
     if csv_path is not None:
@@ -142,7 +111,7 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
         plan.write_text(json.dumps([e.to_dict() for e in exercises]), encoding="utf-8")
         command = [sys.executable, "-m", "realdist", "measure", str(plan),
                    "--timeout", str(timeout), "--repeat", str(repeat)]
-        bar.show(f"starting TensorFlow, then {label(runs[0][0])}", left_s(runs))
+        bar.show(f"starting TensorFlow, then {label(exercises[0])}", estimate_s(runs))
         log = open(Path(tmp) / "stderr.txt", "w+", encoding="utf-8")  # TF's logging
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
         try:
@@ -153,8 +122,8 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
                 k = got["index"]
                 bar.done += 1
                 left = runs[bar.done:]
-                bar.show(_doing(left[0]) if left else "done",
-                         left_s(left) - START_S if left else 0)
+                bar.show(label(left[0]) if left else "done",
+                         estimate_s(left) - START_S if left else 0)
                 if "median_ns" not in got and "error" not in got:
                     continue  # an earlier pass
                 exercise = exercises[k]
@@ -185,15 +154,6 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
         last = [ln for ln in errors.splitlines() if ln.strip()][-1:] or ["no message"]
         raise UnavailableError(f"realdist measure exited with {proc.returncode}: {last[0]}")
     return out
-
-
-def _doing(run) -> str:
-    """What the progress bar says is running."""
-    exercise, _ = run
-    if exercise.strategy != "multi_worker_mirrored":
-        return label(exercise)
-    return (f"multi_worker_mirrored x{exercise.workers} workers: every run of that size "
-            f"in one launch")
 
 
 def error_summary(rows) -> tuple[float, float, int] | None:
