@@ -4,9 +4,11 @@ hardware profile to and ``simdist bench predict`` checks the simulator against.
 ``python -m realdist measure PLAN.json`` reads a list of exercises (``Exercise.to_dict()``
 each), trains each with its strategy's realdist runner and prints a JSON line as each run
 ends, so that the caller can show progress and keep what finished. With ``--repeat N`` the
-plan runs N times, every other pass in reverse order (a run's neighbours and its place after
-TensorFlow's start change its times by 10-30% on a small machine); an exercise's line with
-its statistics comes after its last run, over the steps of all its runs:
+plan runs N times, each pass after the first in its own seeded shuffle
+(``simdist.commands.real_measure.pass_order``: the machine's speed drifts, and a run's
+neighbours and its place after TensorFlow's start change its times by 10-30% on a small
+machine); an exercise's line with its statistics comes after its last run, over the steps
+of all its runs:
 
     {"index": 3, "pass": 1, "median_ns": 2871000, "p25_ns": ..., "p75_ns": ..., "steps": 70}
 
@@ -28,6 +30,7 @@ import time
 
 import numpy as np
 
+from simdist.commands.real_measure import pass_order
 from simdist.errors import InvalidArgumentError
 from simdist.exercises import Exercise
 
@@ -67,7 +70,7 @@ def main(argv=None) -> int:
                     "lines on stdout, an exercise's statistics after its last run.")
     parser.add_argument("plan", help="JSON file: a list of exercises (Exercise.to_dict())")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="run the plan this many times, every other pass in reverse "
+                        help="run the plan this many times, each pass in its own shuffled "
                              "order, pooling each exercise's steps (default 1)")
     parser.add_argument("--timeout", type=float, default=300,
                         help="seconds each run may take (default 300)")
@@ -85,10 +88,15 @@ def main(argv=None) -> int:
         from .devices import configure_cpus
 
         configure_cpus(max(in_process))
+        try:  # a warm-up, unrecorded: no measured run is the process's first
+            run_steps(next(e for e in plan if e.strategy != "multi_worker_mirrored"),
+                      args.timeout)
+        except Exception:  # noqa: BLE001 -- the exercise's own run reports its error
+            pass
     pooled: dict[int, list] = {k: [] for k in range(len(plan))}
     errors: dict[int, str] = {}
     for p in range(args.repeat):
-        order = range(len(plan)) if p % 2 == 0 else reversed(range(len(plan)))
+        order = pass_order(len(plan), p)
         for index in order:
             start = time.monotonic()
             if index not in errors:

@@ -289,6 +289,15 @@ def test_calibrate_and_predict_refuse_bad_input_in_one_line(tmp_path, capsys):
 
 # -- bench predict ----------------------------------------------------------------------------
 
+def test_each_pass_through_a_plan_has_its_own_order():
+    from simdist.commands.real_measure import pass_order
+
+    orders = [pass_order(20, p) for p in range(4)]
+    assert orders[0] == list(range(20))
+    assert all(sorted(o) == list(range(20)) for o in orders)
+    assert len({tuple(o) for o in orders}) == 4 and orders[2] == pass_order(20, 2)
+
+
 def test_predict_measures_the_calibrations_softmax_exercises_again(tmp_path):
     """bench predict's anchors: the profile record's softmax-at-128 exercises with the time
     calibrate measured, and the machine's drift as the median ratio of now to then."""

@@ -6,18 +6,17 @@ on 1, 2 and 4 worker processes) x two models (softmax regression and a 64-unit M
 digits) x two global batches (64 and 1024). None of these is an exercise ``simdist
 calibrate`` measured (it runs softmax at 128 and 512 and a 256-unit MLP), so the errors are
 predictions, not residuals of the fit. Each row: the simulated step time with the
-calibrated profile, the median measured over the steps of five runs (``--repeat``), the
-first five steps of each left out, and the error; then the median and worst absolute error
-against the target (median <= 10%, worst <= 25%). The CSV (--csv) gets a row as each
-measurement ends.
+calibrated profile, the median measured over the steps of three runs (``--repeat``) of 100
+steps, the first five steps of each left out, and the error; then the median and worst
+absolute error against the target (median <= 10%, worst <= 25%). The CSV (--csv) gets a
+row as each measurement ends.
 
 The machine's own speed moves: on the 2-core development machine the same exercise ran
-30-50% slower for a quarter of an hour than in the quarter before. So predict also measures
-the calibration's softmax-at-128 exercises again (``anchors``: their step times at
-calibration are in the profile file's record) and prints the median ratio of now to then
-(``drift``), and the errors the predictions would have scaled by it: the part of the error
-that is the machine changing, not the model. The verdict on the target is on the unscaled
-errors.
+30-50% slower than it had ten minutes before. So predict also measures the calibration's
+softmax-at-128 exercises again (``anchors``: their step times at calibration are in the
+profile file's record) and prints the median ratio of now to then (``drift``), and the
+errors the predictions would have scaled by it: the part of the error that is the machine
+changing, not the model. The verdict on the target is on the unscaled errors.
 
 ParameterServerStrategy is left out: its workers step asynchronously through a
 ClusterCoordinator, and the coordinator's own cost per scheduled function (25-250 ms

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -52,8 +53,8 @@ def add_measure_options(parser, what: str) -> None:
                              f"40 steps lasts a few tenths of a second here, and its median "
                              f"moves about twice as much from run to run)")
     parser.add_argument("--repeat", type=option_type(whole_number), default=3,
-                        help="runs per exercise, every other pass through the plan in reverse "
-                             "order, their steps pooled (default 3)")
+                        help="runs per exercise, each pass through the plan in its own "
+                             "shuffled order, their steps pooled (default 3)")
     parser.add_argument("--timeout", type=option_type(timeout_seconds), default=300,
                         help="seconds each run may take (default 300)")
 
@@ -84,6 +85,19 @@ def label(exercise) -> str:
     return f"{exercise.strategy} {size} {model} batch {exercise.global_batch}"
 
 
+def pass_order(n: int, p: int) -> list[int]:
+    """The order of pass ``p`` through a plan of ``n`` exercises: the plan's own order first,
+    then a shuffle seeded by the pass. The machine's speed drifts by tens of percent within
+    minutes on a small shared machine; in a fixed or alternating order an exercise's runs
+    fall at the same places in every pass (the ends of a reversed pass meet the next one's),
+    so it samples the drift at a few moments, always the same, where shuffled passes spread
+    every exercise's runs over the whole measurement."""
+    order = list(range(n))
+    if p:
+        random.Random(p).shuffle(order)
+    return order
+
+
 def estimate_s(exercises) -> float:
     return START_S + sum(SECONDS.get(e.strategy, SECONDS_IN_PROCESS) for e in exercises)
 
@@ -97,7 +111,7 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
     exercises = list(exercises)
     n = len(exercises)
     runs = [exercises[i] for p in range(repeat)
-            for i in (range(n) if p % 2 == 0 else reversed(range(n)))]
+            for i in pass_order(n, p)]
     bar = ProgressBar(len(runs), stream=stream)
     out: list[Measurement | None] = [None] * len(exercises)
     writer = handle = None
