@@ -22,12 +22,12 @@ so it is a sum of thirteen parameters, each times a count that the exercise fixe
 time per FLOP, and the latency and time per byte of the two links). A ring's step waits on
 the slowest member, so the sum is exact only up to such maxima; the fit therefore asks the
 simulator rather than a formula: starting from a guess it simulates every measured
-exercise, then each again with one parameter raised, which gives each parameter's weight in each step time (its sensitivity), solves the
-linear problem for the parameters that make the sum of absolute errors relative to the
-measured times small (``_least_absolute``: least squares with ``scipy.optimize.nnls``, none
-negative, reweighted by each exercise's last error, so that the few exercises a noisy
-machine measured far off pull less than squares would let them), and repeats from there
-until the parameters settle.
+exercise, then each again with one parameter raised, which gives each parameter's weight
+in each step time (its sensitivity), solves the linear problem for the parameters that make
+the sum of absolute errors relative to the measured times small (``_least_absolute``:
+least squares with ``scipy.optimize.nnls``, none negative, reweighted by each exercise's
+last error, so that the few exercises a noisy machine measured far off pull less than
+squares would let them), and repeats from there until the parameters settle.
 
 ``fit(measurements)`` returns a ``Fit``: the parameters, a ``HardwareCatalog`` holding them as
 the "calibrated" system (device, intra link and network), and each exercise's simulated and
