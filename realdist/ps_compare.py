@@ -101,9 +101,36 @@ def format_comparison(rows) -> list[str]:
     return lines
 
 
-def compare_train_on_ps(**options):
+def arrival_order(run: PSTrainingRun) -> list[tuple]:
+    """A sync run's gradients in the order they reached the ps: [(worker, local step,
+    applied)], from the accumulators lane (one accumulator's events: every accumulator
+    decides alike)."""
+    events = [e for e in run.trace.instants if e.lane == "accumulators"]
+    first = events[0].args["accumulator"] if events else None
+    return [(int(e.args["source"].rsplit(":", 1)[1]), e.args["local_step"],
+             e.name == "gradient applied") for e in events
+            if e.args["accumulator"] == first]
+
+
+def compare_train_on_ps(attempts: int = 1, **options):
     """Run the program on real TF (``real_train_on_ps(**options)``), then simulate it with
-    the same options: (simulated run, real run, ``compare_ps_runs`` rows)."""
-    real = real_train_on_ps(**options)
-    simulated = simulate_like(real.trace.metadata["options"])
-    return simulated, real, compare_ps_runs(simulated, real)
+    the same options: (simulated run, real run, ``compare_ps_runs`` rows).
+
+    The order in which gradients reach the ps is the machine's: a worker a few ms late
+    (a busy machine) can reach it after another one where simdist, with no such delays,
+    puts it before, and the counts and losses may then follow another story. With
+    ``attempts`` > 1 a sync run that differs from simdist in some figure *and* in its
+    ``arrival_order`` is run again, up to that many times in all (a difference in the
+    same order is the model's, and is kept); the real trace's metadata keeps each
+    attempt's order (``attempts``), and the last run is compared."""
+    tried = []
+    for _ in range(attempts):
+        real = real_train_on_ps(**options)
+        simulated = simulate_like(real.trace.metadata["options"])
+        rows = compare_ps_runs(simulated, real)
+        tried.append(arrival_order(real))
+        if options.get("mode", "sync") != "sync" or tried[-1] == arrival_order(simulated) \
+                or not any(differs(sim, measured) for _, sim, measured in rows):
+            break
+    real.trace.metadata["attempts"] = tried
+    return simulated, real, rows

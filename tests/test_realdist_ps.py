@@ -18,6 +18,11 @@ from simdist.errors import DeadlineExceededError
 
 pytestmark = pytest.mark.realtf
 
+# a busy machine can make a worker late enough to reach the ps in another order than in
+# simdist (worker 1 14 ms late per step in the backup run: test_realdist_ps_compare.py):
+# a run that differs in that order is run again
+ATTEMPTS = 3
+
 
 def _differences(rows):
     return [row for row in rows if differs(row[1], row[2])]
@@ -28,7 +33,7 @@ def no_backup():
     """replicas_to_aggregate = total_num_replicas = 2: every step waits for both workers;
     the weights are cut over two ps tasks (one ps gives the same counts and losses)."""
     return compare_train_on_ps(workers=2, ps=2, mode="sync", steps=4, step_ms=[100, 170],
-                               timeout=240)
+                               timeout=240, attempts=ATTEMPTS)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +42,8 @@ def backup():
     model: its embedding's gradients go through a SparseConditionalAccumulator, whose
     per-entry mean the losses compare."""
     return compare_train_on_ps(workers=3, mode="sync", steps=5, step_ms=[120, 150, 500],
-                               replicas_to_aggregate=2, timeout=240, model="sparse")
+                               replicas_to_aggregate=2, timeout=240, model="sparse",
+                               attempts=ATTEMPTS)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +78,7 @@ def _fault_times(run) -> dict:
 @pytest.mark.timeout(300)
 def test_sync_without_backup_workers_matches_simdist(no_backup):
     simulated, real, rows = no_backup
-    assert _differences(rows) == [], rows
+    assert _differences(rows) == [], (rows, real.trace.metadata["attempts"])
     assert real.global_step == 4
     # the initial tokens let worker 0 run a second time on local step 0 before step 1
     # is taken: one of its gradients is dropped, on TF as in simdist
@@ -84,7 +90,7 @@ def test_sync_without_backup_workers_matches_simdist(no_backup):
 @pytest.mark.timeout(300)
 def test_a_backup_worker_s_late_gradients_are_dropped_as_in_simdist(backup):
     simulated, real, rows = backup
-    assert _differences(rows) == [], rows
+    assert _differences(rows) == [], (rows, real.trace.metadata["attempts"])
     assert real.global_step == 5
     assert real.gradients_by_worker() == {0: (5, 3), 1: (5, 2), 2: (1, 2)}
     # the replay's cross-check: the global step each run read right after its applies; on a

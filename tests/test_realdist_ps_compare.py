@@ -7,8 +7,9 @@ import math
 import pytest
 
 from realdist.cli import main as realdist_main
-from realdist.ps_compare import (compare_ps_runs, differs, failure_figures, format_comparison,
-                                  simulate_like)
+from realdist import ps_compare
+from realdist.ps_compare import (arrival_order, compare_ps_runs, differs, failure_figures,
+                                  format_comparison, simulate_like)
 from realdist.ps_programs import (Arrival, _training_run, check_train_on_ps,
                                   replay_accumulator, unconfirmed)
 from simdist.errors import InvalidArgumentError
@@ -155,6 +156,47 @@ def test_simulated_and_real_rows_line_up_and_mark_differences():
     table = format_comparison([("global step", 2, 3), ("worker 0 last loss", 1.0, 1.0004)])
     assert table[1].endswith("<- differs") and not table[2].endswith("differs")
     assert differs(float("nan"), 1.0) and not differs(math.nan, math.nan)
+
+
+def _backup_run(step_ms):
+    run = train_on_ps(workers=3, mode="sync", steps=5, step_us=[m * 1000 for m in step_ms],
+                      replicas_to_aggregate=2, model="sparse")
+    run.trace.metadata["options"] = {
+        "workers": 3, "ps": 1, "mode": "sync", "steps": 5, "step_ms": [120, 150, 500],
+        "replicas_to_aggregate": 2, "learning_rate": 0.05, "seed": 0,
+        "stop_grace_period_secs": 1.0, "model": "sparse"}
+    return run
+
+
+def test_arrival_order_follows_the_accumulator_events():
+    order = arrival_order(_backup_run([120, 150, 500]))
+    # one entry per gradient (the sparse model has two accumulators that decide alike)
+    assert order[:4] == [(0, 0, True), (1, 0, True), (0, 0, False), (1, 0, False)]
+    assert len(order) == 18 and sum(applied for *_, applied in order) == 11
+    # worker 1 14 ms slower per step: worker 0 reaches the ps twice at local step 1 first
+    assert arrival_order(_backup_run([120, 164, 500]))[4:7] == [
+        (0, 1, True), (0, 1, True), (1, 1, False)]
+
+
+def test_a_run_in_another_order_than_simdists_is_run_again(monkeypatch):
+    # a stand-in for real TF: first a run with worker 1 late, then one on time
+    runs = [_backup_run([120, 164, 500]), _backup_run([120, 150, 500])]
+    monkeypatch.setattr(ps_compare, "real_train_on_ps", lambda **options: runs.pop(0))
+    simulated, real, rows = ps_compare.compare_train_on_ps(attempts=3, mode="sync")
+    assert runs == [] and not [row for row in rows if differs(row[1], row[2])]
+    first, second = real.trace.metadata["attempts"]
+    assert first != second == arrival_order(simulated)
+    # one attempt: the late run is compared as it is, and its counts differ
+    runs = [_backup_run([120, 164, 500])]
+    _, late, rows = ps_compare.compare_train_on_ps(mode="sync")
+    assert len(late.trace.metadata["attempts"]) == 1
+    assert [name for name, sim, real in rows if differs(sim, real)][:2] == [
+        "worker 0 gradients applied", "worker 0 gradients dropped"]
+    # a run in another order whose figures all agree is kept: nothing to explain
+    runs = [_backup_run([120, 164, 500])]
+    monkeypatch.setattr(ps_compare, "compare_ps_runs", lambda sim, real: [("global step", 5, 5)])
+    _, kept, _ = ps_compare.compare_train_on_ps(attempts=3, mode="sync")
+    assert runs == [] and len(kept.trace.metadata["attempts"]) == 1
 
 
 def test_async_rows_add_the_staleness():
