@@ -44,7 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .catalog import DEVICES
-from .devices import DeviceProfile, HardwareCatalog, LinkProfile, SystemProfile
+from .devices import DeviceProfile, HardwareCatalog, LinkProfile, SystemProfile, file_record
 from .errors import InvalidArgumentError
 
 SYSTEM = "calibrated"
@@ -259,26 +259,12 @@ def profile_document(fit_: Fit, machine: str = "") -> dict:
     device = catalog.device(f"{SYSTEM}-cpu")
     intra, network = catalog.link(f"{SYSTEM}-intra"), catalog.link(f"{SYSTEM}-network")
     errors = [abs(e) for e in fit_.errors]
+    system = file_record(catalog.system(SYSTEM))
+    system["description"] += f" on {machine}" if machine else ""
     return {
-        "devices": {device.name: {
-            "device_type": device.device_type, "peak_flops": device.peak_flops,
-            "mem_bandwidth": device.mem_bandwidth, "memory": device.memory,
-            "launch_overhead_ns": device.launch_overhead_ns, "efficiency": device.efficiency,
-            "op_overhead_ns": device.op_overhead_ns,
-            "step_overhead_ns": device.step_overhead_ns,
-            "replica_overhead_ns": device.replica_overhead_ns,
-            "collective_overhead_ns": device.collective_overhead_ns,
-            "input_pipeline_overhead_ns": device.input_pipeline_overhead_ns,
-            "distributed_step_overhead_ns": device.distributed_step_overhead_ns,
-            "input_kb_ns": device.input_kb_ns,
-            "packed_tensor_overhead_ns": device.packed_tensor_overhead_ns,
-            "virtual": device.virtual}},
-        "links": {link.name: {"kind": link.kind, "latency_ns": link.latency_ns,
-                              "bandwidth": link.bandwidth} for link in (intra, network)},
-        "systems": {SYSTEM: {"device": device.name, "intra_link": intra.name,
-                             "network": network.name,
-                             "description": catalog.system(SYSTEM).description
-                             + (f" on {machine}" if machine else "")}},
+        "devices": {device.name: file_record(device)},
+        "links": {link.name: file_record(link) for link in (intra, network)},
+        "systems": {SYSTEM: system},
         "calibration": {
             "parameters": {p.name: {"value": round(fit_.parameters[p.name], 3),
                                     "unit": p.unit, "what": p.what} for p in PARAMETERS},

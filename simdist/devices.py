@@ -244,6 +244,13 @@ _FILE_FIELDS = {
     "systems": {"device": "str", "intra_link": "str", "network": "str", "description": "str"},
 }
 _SECTION_CLASS = {"devices": DeviceProfile, "links": LinkProfile, "systems": SystemProfile}
+
+
+def file_record(profile) -> dict:
+    """A device, link or system profile as its entry in a profiles file: every field the
+    file can set (``_FILE_FIELDS``), so that loading the entry gives the profile back."""
+    section = next(s for s, cls in _SECTION_CLASS.items() if isinstance(profile, cls))
+    return {field: getattr(profile, field) for field in _FILE_FIELDS[section]}
 _KIND_WORD = {"devices": "device", "links": "link", "systems": "hardware"}
 
 

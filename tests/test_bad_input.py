@@ -69,6 +69,21 @@ def test_bad_values_in_a_profiles_file(tmp_path, capsys, name, text, expected):
     one_line_error(["run", "token_ring", "--profiles-file", str(path)], capsys, expected)
 
 
+@pytest.mark.parametrize("argv, expected", [
+    (["compare", "nope.json", "nope.json"], "simdist compare: error: "),
+    (["plot-collectives", "--profile", "nope", "-o", "x.png"],
+     "simdist plot-collectives: error: "),
+    (["ps", "--plot", "x.txt"], "simdist ps: error: --plot"),
+    (["bench", "allreduce-formulas", "--profile", "nope"],
+     "simdist bench allreduce-formulas: error: "),
+])
+def test_each_command_names_itself_in_its_error_line(tmp_path, monkeypatch, capsys, argv,
+                                                     expected):
+    monkeypatch.chdir(tmp_path)
+    one_line_error(argv, capsys, expected)
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
 @pytest.mark.parametrize("command", [["summary"], ["plot", "-o", "x.png"], ["compare", "SAME"]])
 def test_deeply_nested_json_in_a_trace_or_result(tmp_path, capsys, command):
     deep = tmp_path / "deep.json"

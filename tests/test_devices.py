@@ -10,7 +10,7 @@ import pytest
 
 from simdist.devices import (
     DeviceProfile, Hardware, HardwareCatalog, Layout, LinkProfile, ProfileFileError,
-    SystemProfile, UnknownProfileError)
+    SystemProfile, UnknownProfileError, file_record)
 from simdist.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
 
 from .conftest import literal
@@ -232,6 +232,19 @@ def test_load_json_overrides_and_adds(tmp_path, catalog):
     assert mine.device == DeviceProfile("my-gpu", "GPU", 2e12, 10**11, 2**33, 3000)
     assert mine.device.efficiency == 0.5 and mine.system.description == ""
     assert mine.network.latency_ns == 20000
+
+
+def test_every_builtin_profile_written_as_a_file_record_loads_back_the_same(tmp_path,
+                                                                          catalog):
+    # an empty catalog: every profile comes from the file, so a field file_record left
+    # out would be missing (a new profile needs them all) or back at its default
+    document = {section: {name: file_record(profile)
+                          for name, profile in getattr(catalog, section).items()}
+                for section in ("devices", "links", "systems")}
+    loaded = HardwareCatalog().load_file(write(tmp_path, "all.json", document))
+    for section in ("devices", "links", "systems"):
+        assert getattr(loaded, section) == getattr(catalog, section)
+    assert "packed_tensor_overhead_ns" in file_record(catalog.device("v100"))
 
 
 def test_load_yaml_with_human_units(tmp_path):

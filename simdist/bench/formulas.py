@@ -155,17 +155,17 @@ def main(argv=None) -> int:
                         help=f"allowed |error| in percent (default {TOLERANCE_PCT:g})")
     parser.add_argument("--fidelity", choices=FIDELITIES, default="message",
                         help="message (default): every message; flow: each phase one flow")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    from ..commands import reporting_errors
 
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    return reporting_errors("simdist bench allreduce-formulas", _run, args)
+
+
+def _run(args) -> int:
     from ..devices import Hardware, HardwareCatalog
-    from ..errors import SimdistError
     from ..units import format_ns
 
-    try:
-        hardware = Hardware.from_catalog(HardwareCatalog.default(), args.profile)
-    except SimdistError as error:
-        print(f"simdist bench allreduce-formulas: error: {error}", file=sys.stderr)
-        return 2
+    hardware = Hardware.from_catalog(HardwareCatalog.default(), args.profile)
     net, intra = hardware.network, hardware.intra_link
     print(f"simdist bench allreduce-formulas: system '{args.profile}', network {net.name} "
           f"(a = {format_ns(net.latency_ns)}, B = {net.bandwidth / 1e9:g} GB/s), "

@@ -13,9 +13,9 @@ import argparse
 import sys
 
 from ..compare import format_comparison, parity, plot_comparison
-from ..errors import SimdistError
 from ..exercises import RunResult
 from ..files import check_output
+from . import reporting_errors
 
 
 def main(argv=None) -> int:
@@ -28,13 +28,13 @@ def main(argv=None) -> int:
     parser.add_argument("second", help="another one (e.g. from realdist run ... --result)")
     parser.add_argument("-o", "--output", metavar="PNG", help="also draw the comparison here")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    try:
-        check_output(args.output, "-o", ".png")
-        a, b = RunResult.load(args.first), RunResult.load(args.second)
-        print(format_comparison(a, b))
-        if args.output:
-            print(f"figure: {plot_comparison(a, b, args.output)}")
-    except SimdistError as error:
-        print(f"simdist compare: error: {error}", file=sys.stderr)
-        return 2
+    return reporting_errors("simdist compare", _compare, args)
+
+
+def _compare(args) -> int:
+    check_output(args.output, "-o", ".png")
+    a, b = RunResult.load(args.first), RunResult.load(args.second)
+    print(format_comparison(a, b))
+    if args.output:
+        print(f"figure: {plot_comparison(a, b, args.output)}")
     return 0 if parity(a, b)[0] else 1

@@ -7,10 +7,9 @@ import sys
 
 from ..collectives import sweep
 from ..devices import Hardware, HardwareCatalog, Layout
-from ..errors import SimdistError
 from ..flows import FIDELITIES
 from ..units import format_bytes, format_ns, parse_sizes
-from . import option_type
+from . import option_type, reporting_errors
 
 
 def main(argv=None) -> int:
@@ -38,20 +37,20 @@ def main(argv=None) -> int:
     parser.add_argument("--title", default=None, help="figure title")
     parser.add_argument("-o", "--output", required=True, metavar="PNG", help="PNG to write")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        catalog = HardwareCatalog.default()
-        if args.profiles_file:
-            catalog.load_file(args.profiles_file)
-        hardware = Hardware.from_catalog(catalog, args.profile,
-                                         Layout(tasks_per_machine=args.tasks_per_machine))
-        algorithms = None if args.algorithms is None else [
-            a.strip() for a in args.algorithms.split(",") if a.strip()]
-        notes: list[str] = []
-        rows = sweep.sweep(args.profile, args.p, args.tasks_per_machine, args.sizes, algorithms,
-                           catalog=catalog, notes=notes, fidelity=args.fidelity)
-    except SimdistError as error:
-        print(f"simdist plot-collectives: error: {error}", file=sys.stderr)
-        return 2
+    return reporting_errors("simdist plot-collectives", _plot, args)
+
+
+def _plot(args) -> int:
+    catalog = HardwareCatalog.default()
+    if args.profiles_file:
+        catalog.load_file(args.profiles_file)
+    hardware = Hardware.from_catalog(catalog, args.profile,
+                                     Layout(tasks_per_machine=args.tasks_per_machine))
+    algorithms = None if args.algorithms is None else [
+        a.strip() for a in args.algorithms.split(",") if a.strip()]
+    notes: list[str] = []
+    rows = sweep.sweep(args.profile, args.p, args.tasks_per_machine, args.sizes, algorithms,
+                       catalog=catalog, notes=notes, fidelity=args.fidelity)
     link = sweep.bottleneck_link(hardware, args.p)
     print(f"all-reduce sweep: p = {args.p} on '{args.profile}' "
           f"({args.tasks_per_machine} task(s) per machine), Phantom values, fidelity "

@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import SimdistError
 from ..files import check_output
-from . import option_type
+from . import option_type, reporting_errors
 
 
 def _step_times(text: str) -> list[float]:
@@ -94,36 +93,36 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", metavar="PNG", help="draw loss, global step and gradients")
     parser.add_argument("--timeline", metavar="PNG", help="draw the timeline of every task")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    try:
-        from ..graph.ps_training import plot_ps_training, train_on_ps
-        from ..plots import plot_timeline
+    return reporting_errors("simdist ps", _train, args)
 
-        check_output(args.plot, "--plot", ".png")
-        check_output(args.timeline, "--timeline", ".png")
-        check_output(args.trace, "--trace", ".json")
-        run = train_on_ps(workers=args.workers, ps=args.ps, mode=args.mode, steps=args.steps,
-                          step_us=args.step_us,
-                          replicas_to_aggregate=args.replicas_to_aggregate,
-                          learning_rate=args.learning_rate, seed=args.seed,
-                          stall_us=args.stall_us, stall_probability=args.stall_probability,
-                          max_staleness=args.max_staleness,
-                          staleness_weighting=args.staleness_weighting,
-                          warmup_steps=args.warmup_steps, failures=args.fail,
-                          checkpoint_dir=args.checkpoint_dir,
-                          save_checkpoint_steps=args.save_checkpoint_steps,
-                          features=args.features, examples=args.examples,
-                          gradient_dtype=args.gradient_dtype, model=args.model)
-        for line in run.describe():
-            print(line)
-        if args.plot:
-            plot_ps_training(run, args.plot)
-            print(f"figure: {args.plot}")
-        if args.timeline:
-            plot_timeline(run.trace, args.timeline)
-            print(f"timeline: {args.timeline}")
-        if args.trace:
-            print(f"trace: {run.trace.save(args.trace)} (open it in https://ui.perfetto.dev)")
-    except SimdistError as error:
-        print(f"simdist ps: error: {error}", file=sys.stderr)
-        return 2
+
+def _train(args) -> int:
+    from ..graph.ps_training import plot_ps_training, train_on_ps
+    from ..plots import plot_timeline
+
+    check_output(args.plot, "--plot", ".png")
+    check_output(args.timeline, "--timeline", ".png")
+    check_output(args.trace, "--trace", ".json")
+    run = train_on_ps(workers=args.workers, ps=args.ps, mode=args.mode, steps=args.steps,
+                      step_us=args.step_us,
+                      replicas_to_aggregate=args.replicas_to_aggregate,
+                      learning_rate=args.learning_rate, seed=args.seed,
+                      stall_us=args.stall_us, stall_probability=args.stall_probability,
+                      max_staleness=args.max_staleness,
+                      staleness_weighting=args.staleness_weighting,
+                      warmup_steps=args.warmup_steps, failures=args.fail,
+                      checkpoint_dir=args.checkpoint_dir,
+                      save_checkpoint_steps=args.save_checkpoint_steps,
+                      features=args.features, examples=args.examples,
+                      gradient_dtype=args.gradient_dtype, model=args.model)
+    for line in run.describe():
+        print(line)
+    if args.plot:
+        plot_ps_training(run, args.plot)
+        print(f"figure: {args.plot}")
+    if args.timeline:
+        plot_timeline(run.trace, args.timeline)
+        print(f"timeline: {args.timeline}")
+    if args.trace:
+        print(f"trace: {run.trace.save(args.trace)} (open it in https://ui.perfetto.dev)")
     return 0
