@@ -10,9 +10,17 @@ neighbours and its place after TensorFlow's start change its times by 10-30% on 
 machine); an exercise's line with its statistics comes after its last run, over the steps
 of all its runs:
 
-    {"index": 3, "pass": 1, "median_ns": 2871000, "p25_ns": ..., "p75_ns": ..., "steps": 70}
+    {"index": 3, "pass": 2, "median_ns": 2871000, "p25_ns": ..., "p75_ns": ..., "steps": 285,
+     "runs": 3, "wall_s": ...}
 
-(earlier passes print ``{"index": 3, "pass": 0, "wall_s": ...}``). The first ``SKIP_STEPS``
+(earlier passes print ``{"index": 3, "pass": 0, "wall_s": ...}``). With ``--extra K`` an
+exercise whose runs' medians still spread after the N passes (``settled``: the standard
+error of their mean over ``SETTLED`` of it) is run again, up to K more times, in passes of
+its own after the planned ones: its line in the last planned pass (and in each extra pass
+but its last) says ``"again": true`` instead of giving the statistics. On a 2-core machine
+the noisiest exercises (four worker processes, or several logical CPUs) are those whose
+3-run medians land furthest from each other's, so the extra runs go where the error is.
+The first ``SKIP_STEPS``
 steps of each run are left out (step 0 traces the ``tf.function``s; the next ones warm
 caches up). The strategies of one process (default, one_device, mirrored, central_storage)
 share it: its logical CPU devices are made once, as many as the plan's largest replica count
@@ -36,6 +44,18 @@ from simdist.exercises import Exercise
 
 #: steps left out of each run: step 0 traces the functions, the next ones still warm up
 SKIP_STEPS = 5
+#: an exercise is run again (``--extra``) while the standard error of its runs' medians is
+#: above this fraction of their mean
+SETTLED = 0.05
+
+
+def settled(run_medians) -> bool:
+    """Whether an exercise's runs agree well enough to stop: the standard error of the mean
+    of their medians at most ``SETTLED`` of it (one run never does)."""
+    if len(run_medians) < 2:
+        return False
+    spread = np.std(run_medians, ddof=1) / np.sqrt(len(run_medians))
+    return bool(spread <= SETTLED * np.mean(run_medians))
 
 
 def step_statistics(step_times_ns) -> dict:
@@ -72,12 +92,18 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="run the plan this many times, each pass in its own shuffled "
                              "order, pooling each exercise's steps (default 1)")
+    parser.add_argument("--extra", type=int, default=0,
+                        help="after the passes, up to this many more runs of each exercise "
+                             f"whose runs' medians spread more (standard error over "
+                             f"{SETTLED:.0%} of their mean) (default 0)")
     parser.add_argument("--timeout", type=float, default=300,
                         help="seconds each run may take (default 300)")
     args = parser.parse_args(argv)
     try:
         if args.repeat < 1:
             raise InvalidArgumentError(f"--repeat {args.repeat}: expected a whole number >= 1")
+        if args.extra < 0:
+            raise InvalidArgumentError(f"--extra {args.extra}: expected a whole number >= 0")
         with open(args.plan, encoding="utf-8") as f:
             plan = [Exercise.from_dict(d) for d in json.load(f)]
     except (OSError, ValueError, TypeError, InvalidArgumentError) as error:
@@ -94,20 +120,31 @@ def main(argv=None) -> int:
         except Exception:  # noqa: BLE001 -- the exercise's own run reports its error
             pass
     pooled: dict[int, list] = {k: [] for k in range(len(plan))}
+    medians: dict[int, list] = {k: [] for k in range(len(plan))}
     errors: dict[int, str] = {}
-    for p in range(args.repeat):
-        order = pass_order(len(plan), p)
+    again: list[int] = []
+    last = args.repeat + args.extra - 1
+    for p in range(last + 1):
+        # the planned passes; then the exercises left unsettled, in the order they were left
+        order, again = (pass_order(len(plan), p) if p < args.repeat else again), []
         for index in order:
             start = time.monotonic()
             if index not in errors:
                 try:
-                    pooled[index] += run_steps(plan[index], args.timeout)
+                    times = run_steps(plan[index], args.timeout)
+                    pooled[index] += times
+                    medians[index].append(statistics.median(times))
                 except Exception as error:  # noqa: BLE001 -- reported, and the plan goes on
                     errors[index] = f"{type(error).__name__}: {error}"
             line = {"index": index, "pass": p}
-            if p == args.repeat - 1:
-                line.update({"error": errors[index]} if index in errors
-                            else step_statistics(pooled[index]))
+            if p >= args.repeat - 1:
+                if index in errors:
+                    line["error"] = errors[index]
+                elif p < last and not settled(medians[index]):
+                    line["again"] = True  # another run of it comes after this pass
+                    again.append(index)
+                else:
+                    line.update(step_statistics(pooled[index]), runs=len(medians[index]))
             line["wall_s"] = round(time.monotonic() - start, 2)
             print(json.dumps(line), flush=True)
     return 0

@@ -323,24 +323,103 @@ def test_predict_measures_the_calibrations_softmax_exercises_again(tmp_path):
     assert drift([(None, 1e6)]) is None
 
 
+def test_settled_runs_agree_within_five_percent_standard_error():
+    from realdist.measure import settled
+
+    assert not settled([1.0e6]) and settled([1.0e6, 1.0e6]) and settled([1.0e6, 1.1e6, 1.05e6])
+    assert not settled([1.0e6, 1.5e6]) and not settled([1.0e6, 1.5e6, 1.0e6])
+
+
+def _mwms_plan(tmp_path, batches):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps([Exercise(strategy="multi_worker_mirrored", model="softmax",
+                                         dataset="digits", global_batch=b, steps=20).to_dict()
+                                for b in batches]))
+    return plan
+
+
+def test_exercises_whose_runs_spread_are_run_again(tmp_path, monkeypatch, capsys):
+    from realdist import measure
+
+    runs = {64: 0, 128: 0}
+
+    def fake_run_steps(exercise, timeout):  # batch 64 steady; batch 128 1 ms, 1.5 ms, ...
+        runs[exercise.global_batch] += 1
+        slow = exercise.global_batch == 128 and runs[128] % 2 == 0
+        return [1.5e6 if slow else 1.0e6] * 10
+
+    monkeypatch.setattr(measure, "run_steps", fake_run_steps)
+    plan = _mwms_plan(tmp_path, (64, 128))
+    assert measure.main([str(plan), "--repeat", "2", "--extra", "3"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    final = {line["index"]: line for line in lines if "median_ns" in line}
+    assert final[0]["runs"] == 2 and final[1]["runs"] == 5 == runs[128]
+    assert [line["pass"] for line in lines if line.get("again")] == [1, 2, 3]
+    assert final[1]["pass"] == 4 and final[1]["steps"] == 50
+    # --extra 0: the statistics come after the planned passes, as before
+    assert measure.main([str(plan), "--repeat", "2", "--extra", "0"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line.get("runs") for line in lines if "median_ns" in line] == [2, 2]
+    assert measure.main([str(plan), "--extra", "-1"]) == 2
+    assert "--extra -1: expected a whole number >= 0" in capsys.readouterr().err
+
+
+def test_the_progress_bar_and_the_csv_count_the_extra_runs(tmp_path, monkeypatch):
+    import io
+
+    from simdist.commands import real_measure
+
+    lines = ['{"index": 0, "pass": 0, "wall_s": 1}', '{"index": 1, "pass": 0, "wall_s": 1}',
+             '{"index": 1, "pass": 1, "again": true, "wall_s": 1}',
+             '{"index": 0, "pass": 1, "median_ns": 2000000, "p25_ns": 1, "p75_ns": 3, '
+             '"steps": 20, "runs": 2, "wall_s": 1}',
+             '{"index": 1, "pass": 2, "median_ns": 3000000, "p25_ns": 1, "p75_ns": 3, '
+             '"steps": 30, "runs": 3, "wall_s": 1}']
+
+    class FakeMeasure:  # what `python -m realdist measure` prints, without TensorFlow
+        def __init__(self, command, **kwargs):
+            assert command[-2:] == ["--extra", "3"]
+            self.stdout, self.returncode = iter(line + "\n" for line in lines), 0
+
+        def wait(self):
+            return 0
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(real_measure.subprocess, "Popen", FakeMeasure)
+    exercises = [Exercise.from_dict(d) for d in
+                 json.loads(_mwms_plan(tmp_path, (64, 128)).read_text())]
+    bar = io.StringIO()
+    out = real_measure.measure_real(exercises, tmp_path / "m.csv", repeat=2, extra=3,
+                                    stream=bar)
+    assert [m.median_ns for m in out] == [2000000, 3000000]
+    assert bar.getvalue().splitlines()[-1].startswith("[" + "#" * 24 + "] 5/5 points")
+    rows = list(csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8")))
+    assert [row["runs"] for row in rows] == ["2", "3"]
+
+
 # -- on real TF -------------------------------------------------------------------------------
 
 @pytest.mark.realtf
 @pytest.mark.timeout(600)
 def test_calibrate_then_predict_on_real_tf(tmp_path, capsys):
     profile = tmp_path / "calibrated.json"
-    assert simdist_main(["calibrate", "--quick", "--steps", "8", "--repeat", "1", "-o",
-                         str(profile)]) == 0
+    # one run each, so each is run once more (one run never settles)
+    assert simdist_main(["calibrate", "--quick", "--steps", "8", "--repeat", "1", "--extra",
+                         "1", "-o", str(profile)]) == 0
     text = capsys.readouterr().out
     assert "fitted parameters" in text and "median |error|" in text
     with open(tmp_path / "calibrated_measurements.csv") as f:
         measured = list(csv.DictReader(f))
     assert len(measured) == 3 and all(float(r["median_ms"]) > 0 for r in measured)
+    assert [r["runs"] for r in measured] == ["2", "2", "2"]
     document = json.loads(profile.read_text())
     assert set(load_profile_parameters(document)) == set(NAMES)
     predicted = tmp_path / "predict.csv"
     assert simdist_main(["bench", "predict", "--quick", "--steps", "8", "--repeat", "1",
-                         "--profiles-file", str(profile), "--csv", str(predicted)]) == 0
+                         "--extra", "0", "--profiles-file", str(profile), "--csv",
+                         str(predicted)]) == 0
     text = capsys.readouterr().out
     assert "validation: simulated (calibrated profile) vs measured" in text
     assert "target: median <= 10%, worst <= 25%" in text
@@ -348,3 +427,4 @@ def test_calibrate_then_predict_on_real_tf(tmp_path, capsys):
         rows = list(csv.DictReader(f))
     assert [r["strategy"] for r in rows] == ["mirrored", "multi_worker_mirrored"]
     assert all(float(r["simulated_ms"]) > 0 and float(r["median_ms"]) > 0 for r in rows)
+

@@ -7,7 +7,8 @@ digits) x two global batches (64 and 1024). None of these is an exercise ``simdi
 calibrate`` measured (it runs softmax at 128 and 512 and a 256-unit MLP), so the errors are
 predictions, not residuals of the fit. Each row: the simulated step time with the
 calibrated profile, the median measured over the steps of three runs (``--repeat``) of 100
-steps, the first five steps of each left out, and the error; then the median and worst
+steps, the first five steps of each left out (up to three runs more where the three spread:
+``--extra``), and the error; then the median and worst
 absolute error against the target (median <= 10%, worst <= 25%). The CSV (--csv) gets a
 row as each measurement ends.
 
@@ -33,7 +34,7 @@ import numpy as np
 from ..calibration import RECORD_FIELDS, SYSTEM, simulated_step_ns
 from ..commands import reporting_errors
 from ..commands.real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, error_summary,
-                                     errors_table, label, measure_real, row_of)
+                                     errors_table, label, measure_real, row_of, runs_text)
 from ..devices import HardwareCatalog, read_profile_file
 from ..errors import InvalidArgumentError
 from ..exercises import Exercise
@@ -137,8 +138,7 @@ def run(args) -> int:
     simulated = [simulated_step_ns(e, catalog) for e in exercises]
     again = [] if args.quick else anchors(args.profiles_file, args.steps, only)
     print(f"predicted {len(exercises)} exercises with '{SYSTEM}' from {args.profiles_file}; "
-          f"measuring them on real TensorFlow ({args.repeat} runs of {args.steps} steps "
-          f"each), with {len(again)} exercises of the calibration again (how far the "
+          f"measuring them on real TensorFlow ({runs_text(args)}), with {len(again)} exercises of the calibration again (how far the "
           f"machine's speed moved since)", flush=True)
     n = len(exercises)
 
@@ -152,7 +152,7 @@ def run(args) -> int:
                                                         2)}
 
     measured = measure_real(exercises + [e for e, _ in again], Path(args.csv), args.timeout,
-                            args.repeat, more=more,
+                            args.repeat, more=more, extra=args.extra,
                             more_fields=("set", "simulated_ms", "error_pct", "calibration_ms"))
     rows = [(label(e), None if m is None else m.median_ns, s)
             for e, s, m in zip(exercises, simulated, measured)]

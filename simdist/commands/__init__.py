@@ -28,15 +28,20 @@ def option_type(parse):
     return convert
 
 
-def whole_number(text) -> int:
-    """An option's whole number >= 1 (``type=option_type(whole_number)``)."""
+def whole_number(text, least: int = 1) -> int:
+    """An option's whole number >= ``least`` (``type=option_type(whole_number)``)."""
     try:
         value = int(text)
     except ValueError:
         value = None
-    if value is None or value < 1:
-        raise InvalidArgumentError(f"{text!r}: expected a whole number >= 1")
+    if value is None or value < least:
+        raise InvalidArgumentError(f"{text!r}: expected a whole number >= {least}")
     return value
+
+
+def whole_number_or_zero(text) -> int:
+    """An option's whole number >= 0."""
+    return whole_number(text, 0)
 
 
 def timeout_seconds(text) -> float:

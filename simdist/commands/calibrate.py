@@ -23,7 +23,7 @@ from ..exercises import Exercise
 from ..files import check_output
 from . import reporting_errors
 from .real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, errors_table, label,
-                           measure_real)
+                           measure_real, runs_text)
 
 
 
@@ -92,9 +92,9 @@ def calibrate(args) -> int:
     csv_path = Path(args.csv) if args.csv else output.with_name(
         output.stem + "_measurements.csv")
     plan = calibration_plan(args.steps, args.quick)
-    print(f"measuring {len(plan)} exercises on real TensorFlow ({args.repeat} runs of "
-          f"{args.steps} steps each; rows in {csv_path})", flush=True)
-    measured = measure_real(plan, csv_path, args.timeout, args.repeat)
+    print(f"measuring {len(plan)} exercises on real TensorFlow ({runs_text(args)}; rows in "
+          f"{csv_path})", flush=True)
+    measured = measure_real(plan, csv_path, args.timeout, args.repeat, extra=args.extra)
     failed = [label(e) for e, m in zip(plan, measured) if m is None]
     if failed:
         print(f"not measured (errors in {csv_path}): {'; '.join(failed)}", file=sys.stderr)

@@ -43,9 +43,13 @@ def check_steps(text) -> int:
     return value
 
 
+#: ``--extra``'s default: the runs an unsettled exercise may get after the planned passes
+EXTRA_RUNS = 3
+
+
 def add_measure_options(parser, what: str) -> None:
-    """--steps, --repeat and --timeout, the same for every command that measures."""
-    from . import option_type, timeout_seconds, whole_number
+    """--steps, --repeat, --extra and --timeout, the same for every command that measures."""
+    from . import option_type, timeout_seconds, whole_number, whole_number_or_zero
 
     parser.add_argument("--steps", type=option_type(check_steps), default=100,
                         help=f"training steps per run of each {what}; the first "
@@ -55,13 +59,26 @@ def add_measure_options(parser, what: str) -> None:
     parser.add_argument("--repeat", type=option_type(whole_number), default=3,
                         help="runs per exercise, each pass through the plan in its own "
                              "shuffled order, their steps pooled (default 3)")
+    parser.add_argument("--extra", type=option_type(whole_number_or_zero), default=EXTRA_RUNS,
+                        help=f"then up to this many more runs of each {what} whose runs' "
+                             f"medians still spread (standard error over 5%% of their mean; "
+                             f"default {EXTRA_RUNS}, 0: none)")
     parser.add_argument("--timeout", type=option_type(timeout_seconds), default=300,
                         help="seconds each run may take (default 300)")
 
 
+def runs_text(args) -> str:
+    """How an exercise is measured, from --repeat, --extra and --steps, for a command's
+    first line."""
+    more = f", up to {args.extra} more where they spread" if args.extra else ""
+    return f"{args.repeat} runs of {args.steps} steps each{more}"
+
+
+
+
 #: the CSV columns of a measured exercise
 FIELDS = ["strategy", "workers", "replicas", "model", "dataset", "hidden", "global_batch",
-          "steps", "median_ms", "p25_ms", "p75_ms", "wall_s", "error"]
+          "steps", "runs", "median_ms", "p25_ms", "p75_ms", "wall_s", "error"]
 
 #: about how long an exercise takes to measure (s): a worker process each vs one process
 SECONDS = {"multi_worker_mirrored": 11.0}
@@ -103,11 +120,13 @@ def estimate_s(exercises) -> float:
 
 
 def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat: int = 3,
-                 stream=None, more=None, more_fields=()) -> list[Measurement | None]:
+                 stream=None, more=None, more_fields=(), extra: int = 0
+                 ) -> list[Measurement | None]:
     """Each exercise's measured step time (None where its run failed, with the error in
-    the CSV), from one ``realdist measure`` process running the plan ``repeat`` times; the
-    CSV gets each row as its statistics come, with the columns ``more(index, measurement or
-    None)`` adds (named in ``more_fields``)."""
+    the CSV), from one ``realdist measure`` process running the plan ``repeat`` times, then
+    up to ``extra`` more runs of each exercise whose runs still spread; the CSV gets each
+    row as its statistics come, with the columns ``more(index, measurement or None)`` adds
+    (named in ``more_fields``)."""
     exercises = list(exercises)
     n = len(exercises)
     runs = [exercises[i] for p in range(repeat)
@@ -124,7 +143,7 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
         plan = Path(tmp) / "plan.json"
         plan.write_text(json.dumps([e.to_dict() for e in exercises]), encoding="utf-8")
         command = [sys.executable, "-m", "realdist", "measure", str(plan),
-                   "--timeout", str(timeout), "--repeat", str(repeat)]
+                   "--timeout", str(timeout), "--repeat", str(repeat), "--extra", str(extra)]
         bar.show(f"starting TensorFlow, then {label(exercises[0])}", estimate_s(runs))
         log = open(Path(tmp) / "stderr.txt", "w+", encoding="utf-8")  # TF's logging
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
@@ -135,14 +154,17 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
                 got = json.loads(line)
                 k = got["index"]
                 bar.done += 1
+                if got.get("again"):  # one more run of it, in the order these lines come
+                    runs.append(exercises[k])
+                    bar.total += 1
                 left = runs[bar.done:]
                 bar.show(label(left[0]) if left else "done",
                          estimate_s(left) - START_S if left else 0)
                 if "median_ns" not in got and "error" not in got:
                     continue  # an earlier pass
                 exercise = exercises[k]
-                row = {**row_of(exercise), "wall_s": got.get("wall_s"),
-                       "error": got.get("error", "")}
+                row = {**row_of(exercise), "runs": got.get("runs", ""),
+                       "wall_s": got.get("wall_s"), "error": got.get("error", "")}
                 if "median_ns" in got:
                     out[k] = Measurement(exercise, got["median_ns"], got["p25_ns"],
                                          got["p75_ns"])
