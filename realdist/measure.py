@@ -17,10 +17,7 @@ of all its runs:
 exercise whose runs' medians still spread after the N passes (``settled``: the standard
 error of their mean over ``SETTLED`` of it) is run again, up to K more times, in passes of
 its own after the planned ones: its line in the last planned pass (and in each extra pass
-but its last) says ``"again": true`` instead of giving the statistics. On a 2-core machine
-the noisiest exercises (four worker processes, or several logical CPUs) are those whose
-3-run medians land furthest from each other's, so the extra runs go where the error is.
-The first ``SKIP_STEPS``
+but its last) says ``"again": true`` instead of giving the statistics. The first ``SKIP_STEPS``
 steps of each run are left out (step 0 traces the ``tf.function``s; the next ones warm
 caches up). The strategies of one process (default, one_device, mirrored, central_storage)
 share it: its logical CPU devices are made once, as many as the plan's largest replica count

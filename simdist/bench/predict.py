@@ -7,8 +7,8 @@ digits) x two global batches (64 and 1024). None of these is an exercise ``simdi
 calibrate`` measured (it runs softmax at 128 and 512 and a 256-unit MLP), so the errors are
 predictions, not residuals of the fit. Each row: the simulated step time with the
 calibrated profile, the median measured over the steps of three runs (``--repeat``) of 100
-steps, the first five steps of each left out (up to three runs more where the three spread:
-``--extra``), and the error; then the median and worst
+steps, the first five steps of each left out (with ``--extra K``, up to K runs more where
+they spread), and the error; then the median and worst
 absolute error against the target (median <= 10%, worst <= 25%). The CSV (--csv) gets a
 row as each measurement ends.
 

@@ -44,7 +44,7 @@ def check_steps(text) -> int:
 
 
 #: ``--extra``'s default: the runs an unsettled exercise may get after the planned passes
-EXTRA_RUNS = 3
+EXTRA_RUNS = 0
 
 
 def add_measure_options(parser, what: str) -> None:
