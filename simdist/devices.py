@@ -244,6 +244,7 @@ _FILE_FIELDS = {
     "systems": {"device": "str", "intra_link": "str", "network": "str", "description": "str"},
 }
 _SECTION_CLASS = {"devices": DeviceProfile, "links": LinkProfile, "systems": SystemProfile}
+_KIND_WORD = {"devices": "device", "links": "link", "systems": "hardware"}
 
 
 def file_record(profile) -> dict:
@@ -251,7 +252,6 @@ def file_record(profile) -> dict:
     file can set (``_FILE_FIELDS``), so that loading the entry gives the profile back."""
     section = next(s for s, cls in _SECTION_CLASS.items() if isinstance(profile, cls))
     return {field: getattr(profile, field) for field in _FILE_FIELDS[section]}
-_KIND_WORD = {"devices": "device", "links": "link", "systems": "hardware"}
 
 
 def _file_value(value, unit: str, int_field: bool):

@@ -138,8 +138,9 @@ def run(args) -> int:
     simulated = [simulated_step_ns(e, catalog) for e in exercises]
     again = [] if args.quick else anchors(args.profiles_file, args.steps, only)
     print(f"predicted {len(exercises)} exercises with '{SYSTEM}' from {args.profiles_file}; "
-          f"measuring them on real TensorFlow ({runs_text(args)}), with {len(again)} exercises of the calibration again (how far the "
-          f"machine's speed moved since)", flush=True)
+          f"measuring them on real TensorFlow ({runs_text(args)}), with {len(again)} "
+          f"exercises of the calibration again (how far the machine's speed moved since)",
+          flush=True)
     n = len(exercises)
 
     def more(k, m):

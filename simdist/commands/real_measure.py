@@ -74,8 +74,6 @@ def runs_text(args) -> str:
     return f"{args.repeat} runs of {args.steps} steps each{more}"
 
 
-
-
 #: the CSV columns of a measured exercise
 FIELDS = ["strategy", "workers", "replicas", "model", "dataset", "hidden", "global_batch",
           "steps", "runs", "median_ms", "p25_ms", "p75_ms", "wall_s", "error"]
