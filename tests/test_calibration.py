@@ -6,6 +6,7 @@ real TF (realtf)."""
 import csv
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -397,6 +398,61 @@ def test_the_progress_bar_and_the_csv_count_the_extra_runs(tmp_path, monkeypatch
     assert bar.getvalue().splitlines()[-1].startswith("[" + "#" * 24 + "] 5/5 points")
     rows = list(csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8")))
     assert [row["runs"] for row in rows] == ["2", "3"]
+
+
+def test_one_session_fits_the_calibration_rows_and_predicts_the_others(tmp_path, monkeypatch,
+                                                                        capsys):
+    """bench predict --one-session: one realdist measure process gets the calibration plan
+    and the matrix alternating; the profile is fitted to the calibration rows only (the
+    machine's times here: simulated with TRUE) and predicts the validation rows."""
+    from simdist.commands import real_measure
+
+    seen = []
+
+    class FakeMeasure:  # realdist measure, its times simulated with TRUE, without TensorFlow
+        def __init__(self, command, **kwargs):
+            plan = [Exercise.from_dict(d) for d in json.loads(Path(command[4]).read_text())]
+            seen.extend(plan)
+            times = predict(TRUE, plan)
+            self.stdout = iter(json.dumps({"index": k, "pass": 0, "median_ns": t,
+                                           "p25_ns": t, "p75_ns": t, "runs": 1}) + "\n"
+                               for k, t in enumerate(times))
+            self.returncode = 0
+
+        def wait(self):
+            return 0
+
+        def poll(self):
+            return 0
+
+    popen = real_measure.subprocess.Popen  # others (platform's uname) run as they are
+    monkeypatch.setattr(real_measure.subprocess, "Popen", lambda command, **kwargs: (
+        FakeMeasure if "realdist" in command else popen)(command, **kwargs))
+    out = tmp_path / "predict.csv"
+    assert simdist_main(["bench", "predict", "--quick", "--one-session", "--repeat", "1",
+                         "--csv", str(out), "--profiles-file", str(tmp_path / "none.json")]) == 0
+    text = capsys.readouterr().out
+    assert "measuring 3 calibration and 2 validation exercises alternating" in text
+    assert [(e.model, e.hidden) for e in seen] == [("linear", 32), ("mlp", 64), ("mlp", 256),
+                                                   ("mlp", 64), ("linear", 32)]
+    rows = list(csv.DictReader(open(out, encoding="utf-8")))
+    assert [r["set"] for r in rows] == ["calibration", "validation"] * 2 + ["calibration"]
+    profile = out.with_name("predict_profile.json")
+    document = json.loads(profile.read_text())
+    assert len(document["calibration"]["exercises"]) == 3  # the validation rows are not fitted
+    catalog = HardwareCatalog.from_file(profile)
+    for row, exercise in zip(rows, seen):
+        simulated = simulated_step_ns(exercise, catalog)
+        assert float(row["simulated_ms"]) == pytest.approx(simulated / 1e6)
+        measured = float(row["median_ms"]) * 1e6
+        assert float(row["error_pct"]) == pytest.approx(100 * (simulated - measured) / measured,
+                                                        abs=0.01)
+    table = text[text.index("validation: simulated"):]
+    line = next(line for line in table.splitlines() if "mirrored x2 mlp(64) batch 64" in line)
+    median = float(rows[1]["median_ms"])  # the fake's quartiles are its median
+    assert line.split()[5:7] == [f"{median:.2f}ms", f"{median:.2f}-{median:.2f}ms"]
+    assert "target: median <= 10%" in table
+    assert "the machine's speed" not in text  # nothing to drift between
 
 
 # -- on real TF -------------------------------------------------------------------------------

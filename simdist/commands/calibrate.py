@@ -26,7 +26,6 @@ from .real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, errors_ta
                            measure_real, runs_text)
 
 
-
 def _exercise(strategy, size, model, hidden, batch, steps):
     multi = strategy == "multi_worker_mirrored"
     return Exercise(strategy=strategy, model=model,
@@ -101,22 +100,26 @@ def calibrate(args) -> int:
     measurements = [m for m in measured if m is not None]
     if not measurements:
         raise InvalidArgumentError("no exercise could be measured: nothing to fit")
-    result = _fit_with_progress(measurements)
+    result = fit_with_progress(measurements)
     print(parameters_table(result.parameters))
     print()
     print(errors_table([(label(m.exercise), m.median_ns, s)
                         for m, s in zip(result.measurements, result.simulated_ns)],
-                       "fit residuals (the exercises the fit used)"))
-    document = profile_document(result, machine=f"{platform.node()} ({platform.machine()}, "
-                                                f"{platform.processor() or 'cpu'})")
-    _write(output, document)
+                       "fit residuals (the exercises the fit used)",
+                       spread=[(m.p25_ns, m.p75_ns) for m in result.measurements]))
+    write_profile(output, profile_document(result, machine=this_machine()))
     print(f"\nprofile: {output} (system '{SYSTEM}'). Use it: simdist run mirrored "
           f"--profiles-file {output} --profile {SYSTEM}; check it on other exercises: "
           f"simdist bench predict --profiles-file {output}")
     return 0
 
 
-def _fit_with_progress(measurements):
+def this_machine() -> str:
+    """The machine measured, for a profile's description."""
+    return f"{platform.node()} ({platform.machine()}, {platform.processor() or 'cpu'})"
+
+
+def fit_with_progress(measurements):
     from ..bench.scale import ProgressBar
 
     bar = ProgressBar(1, stream=sys.stderr)
@@ -134,7 +137,7 @@ def _fit_with_progress(measurements):
         bar.close()
 
 
-def _write(path: Path, document: dict) -> None:
+def write_profile(path: Path, document: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".json":
         path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
@@ -161,7 +164,7 @@ def fit_table(args) -> int:
     if not used:
         raise InvalidArgumentError(f"{args.from_csv}: no row with a time and split 'fit': "
                                    "nothing to fit")
-    result = _fit_with_progress([r.measurement for r in used])
+    result = fit_with_progress([r.measurement for r in used])
     print(parameters_table(result.parameters))
     print()
     print(errors_table([(f"line {r.line}: {label(r.exercise)}", r.step_ns, s)
@@ -176,7 +179,7 @@ def fit_table(args) -> int:
                            "predicted (rows marked check, or with no time; step times)"))
     output = Path(args.output)
     check_output(output, "--output")
-    _write(output, profile_document(result, machine=f"the table {args.from_csv}"))
+    write_profile(output, profile_document(result, machine=f"the table {args.from_csv}"))
     print(f"\nprofile: {output} (system '{SYSTEM}')")
     return 0
 

@@ -71,7 +71,8 @@ def runs_text(args) -> str:
     """How an exercise is measured, from --repeat, --extra and --steps, for a command's
     first line."""
     more = f", up to {args.extra} more where they spread" if args.extra else ""
-    return f"{args.repeat} runs of {args.steps} steps each{more}"
+    runs = "1 run" if args.repeat == 1 else f"{args.repeat} runs"
+    return f"{runs} of {args.steps} steps each{more}"
 
 
 #: the CSV columns of a measured exercise
@@ -198,17 +199,24 @@ def error_summary(rows) -> tuple[float, float, int] | None:
     return (float(np.median(errors)), max(errors), len(errors)) if errors else None
 
 
-def errors_table(rows, title: str) -> str:
+def errors_table(rows, title: str, spread=None) -> str:
     """(label, measured ns or None, simulated ns) rows with their errors, then the median
-    and worst absolute error."""
-    head = f"{'exercise':<44} {'measured':>10} {'simulated':>10} {'error':>8}"
+    and worst absolute error; ``spread``: each row's measured steps' quartiles (p25, p75 in
+    ns, or None), printed beside the median."""
+    quartiles = f" {'p25-p75':>13}" if spread is not None else ""
+    head = f"{'exercise':<44} {'measured':>10}{quartiles} {'simulated':>10} {'error':>8}"
     lines = [title, head, "-" * len(head)]
-    for name, measured, simulated in rows:
+    for k, (name, measured, simulated) in enumerate(rows):
+        middle = ""
+        if spread is not None:
+            low_high = spread[k]
+            middle = f" {'':>13}" if low_high is None or None in low_high else \
+                f" {f'{low_high[0] / 1e6:.2f}-{low_high[1] / 1e6:.2f}ms':>13}"
         if measured is None:
-            lines.append(f"{name:<44} {'-':>10} {simulated / 1e6:>8.2f}ms {'':>8}")
+            lines.append(f"{name:<44} {'-':>10}{middle} {simulated / 1e6:>8.2f}ms {'':>8}")
             continue
         error = (simulated - measured) / measured
-        lines.append(f"{name:<44} {measured / 1e6:>8.2f}ms {simulated / 1e6:>8.2f}ms "
+        lines.append(f"{name:<44} {measured / 1e6:>8.2f}ms{middle} {simulated / 1e6:>8.2f}ms "
                      f"{error * 100:>+7.1f}%")
     summary = error_summary(rows)
     if summary is not None:
