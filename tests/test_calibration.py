@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from simdist.calibration import (NAMES, SYSTEM, Measurement, catalog_for, fit, predict,
-                                 load_profile_parameters, profile_document,
+from simdist.calibration import (NAMES, RECORD_FIELDS, SYSTEM, Measurement, catalog_for, fit,
+                                 load_profile_parameters, predict, profile_document,
                                  simulated_step_ns)
 from simdist.calibration_table import read_table
 from simdist.cli import main as simdist_main
@@ -299,8 +299,30 @@ def test_each_pass_through_a_plan_has_its_own_order():
     assert len({tuple(o) for o in orders}) == 4 and orders[2] == pass_order(20, 2)
 
 
+def test_predict_checks_exercises_calibrate_never_measured_within_its_batches():
+    """The validation is a prediction: no exercise of bench predict's matrix is one calibrate
+    fits, and calibrate's batches bracket the matrix's (a step's time is not a line in the
+    batch, so predict must not extrapolate)."""
+    from simdist.bench.predict import matrix
+    from simdist.commands.calibrate import calibration_plan
+
+    def key(e):
+        return tuple(getattr(e, k) for k in RECORD_FIELDS)
+
+    for quick in (False, True):
+        plan, checked = calibration_plan(100, quick), matrix(100, quick)
+        assert not {key(e) for e in plan} & {key(e) for e in checked}
+    plan, checked = calibration_plan(100), matrix(100)
+    assert len(checked) == 44 and {(e.strategy, e.num_workers, e.devices_per_worker)
+                                   for e in checked} == {(e.strategy, e.num_workers,
+                                                          e.devices_per_worker) for e in plan}
+    batches = [e.global_batch for e in plan]
+    assert min(batches) <= min(e.global_batch for e in checked)
+    assert max(batches) >= max(e.global_batch for e in checked)
+
+
 def test_predict_measures_the_calibrations_softmax_exercises_again(tmp_path):
-    """bench predict's anchors: the profile record's softmax-at-128 exercises with the time
+    """bench predict's anchors: the profile record's softmax-at-64 exercises with the time
     calibrate measured, and the machine's drift as the median ratio of now to then."""
     from simdist.bench.predict import anchors, drift
 
@@ -311,8 +333,9 @@ def test_predict_measures_the_calibrations_softmax_exercises_again(tmp_path):
 
     profile = tmp_path / "p.json"
     profile.write_text(json.dumps({"calibration": {"exercises": [
-        row("mirrored", "softmax", 128, 2_000_000), row("mirrored", "mlp", 128, 3_000_000),
-        row("central_storage", "softmax", 128, 1_500_000)]}}))
+        row("mirrored", "softmax", 64, 2_000_000), row("mirrored", "mlp", 64, 3_000_000),
+        row("central_storage", "softmax", 64, 1_500_000),
+        row("central_storage", "softmax", 1024, 2_500_000)]}}))
     found = anchors(profile, 50)
     assert [(e.strategy, e.devices_per_worker, e.steps, ns) for e, ns in found] == [
         ("mirrored", 2, 50, 2e6), ("central_storage", 2, 50, 1.5e6)]
