@@ -347,6 +347,17 @@ def test_predict_measures_the_calibrations_softmax_exercises_again(tmp_path):
     assert drift([(None, 1e6)]) is None
 
 
+def test_the_errors_table_keeps_its_columns_under_long_labels():
+    from simdist.commands.real_measure import errors_table
+
+    rows = [("multi_worker_mirrored x4 workers mlp(64) batch 1024", 50e6, 40e6),
+            ("default x1 softmax batch 128", 1.2e6, 1.3e6)]
+    lines = errors_table(rows, "t", spread=[(45e6, 55e6), None]).splitlines()
+    assert len({len(line) for line in lines[1:5]}) == 1, lines  # head, rule, the two rows
+    assert lines[3].split()[-4:] == ["50.00ms", "45.00-55.00ms", "40.00ms", "-20.0%"]
+    assert lines[-1] == "median |error| 14.2%, worst 20.0% over 2 exercises"
+
+
 def test_settled_runs_agree_within_five_percent_standard_error():
     from realdist.measure import settled
 

@@ -109,7 +109,7 @@ def load_calibrated(path) -> HardwareCatalog:
     path = Path(path)
     if not path.exists():
         raise InvalidArgumentError(
-            f"no calibrated profile at {path}: run 'simdist calibrate' first (about 11 min; it "
+            f"no calibrated profile at {path}: run 'simdist calibrate' first (about 10 min; it "
             f"writes {DEFAULT_OUTPUT}), or give --profiles-file")
     catalog = HardwareCatalog.from_file(path)
     if SYSTEM not in catalog.systems:

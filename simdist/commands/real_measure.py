@@ -203,8 +203,9 @@ def errors_table(rows, title: str, spread=None) -> str:
     """(label, measured ns or None, simulated ns) rows with their errors, then the median
     and worst absolute error; ``spread``: each row's measured steps' quartiles (p25, p75 in
     ns, or None), printed beside the median."""
+    width = max([44] + [len(name) for name, _, _ in rows])
     quartiles = f" {'p25-p75':>13}" if spread is not None else ""
-    head = f"{'exercise':<44} {'measured':>10}{quartiles} {'simulated':>10} {'error':>8}"
+    head = f"{'exercise':<{width}} {'measured':>10}{quartiles} {'simulated':>10} {'error':>8}"
     lines = [title, head, "-" * len(head)]
     for k, (name, measured, simulated) in enumerate(rows):
         middle = ""
@@ -213,10 +214,11 @@ def errors_table(rows, title: str, spread=None) -> str:
             middle = f" {'':>13}" if low_high is None or None in low_high else \
                 f" {f'{low_high[0] / 1e6:.2f}-{low_high[1] / 1e6:.2f}ms':>13}"
         if measured is None:
-            lines.append(f"{name:<44} {'-':>10}{middle} {simulated / 1e6:>8.2f}ms {'':>8}")
+            lines.append(f"{name:<{width}} {'-':>10}{middle} {simulated / 1e6:>8.2f}ms {'':>8}")
             continue
         error = (simulated - measured) / measured
-        lines.append(f"{name:<44} {measured / 1e6:>8.2f}ms{middle} {simulated / 1e6:>8.2f}ms "
+        lines.append(f"{name:<{width}} {measured / 1e6:>8.2f}ms{middle} "
+                     f"{simulated / 1e6:>8.2f}ms "
                      f"{error * 100:>+7.1f}%")
     summary = error_summary(rows)
     if summary is not None:
