@@ -44,7 +44,7 @@ from ..commands import reporting_errors
 from ..commands.calibrate import (calibration_plan, fit_with_progress, this_machine,
                                   write_profile)
 from ..commands.real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, error_summary,
-                                     errors_table, label, measure_real, row_of, runs_text)
+                                     errors_table, label, measure_real, runs_text)
 from ..devices import HardwareCatalog, read_profile_file
 from ..errors import InvalidArgumentError
 from ..exercises import Exercise
@@ -197,7 +197,7 @@ def _after_calibrate(args, exercises, only):
             return {"set": "anchor", "simulated_ms": "",
                     "error_pct": "", "calibration_ms": again[k - n][1] / 1e6}
         return {"set": "validation", "simulated_ms": simulated[k] / 1e6, "calibration_ms": "",
-                "error_pct": _error_pct(simulated[k], m)}
+                "error_pct": "" if m is None else _error_pct(simulated[k], m.median_ns)}
 
     measured = measure_real(exercises + [e for e, _ in again], Path(args.csv), args.timeout,
                             args.repeat, more=more, extra=args.extra,
@@ -205,11 +205,9 @@ def _after_calibrate(args, exercises, only):
     return simulated, measured, again
 
 
-def _error_pct(simulated_ns, measurement):
-    """A CSV cell: the error of a simulated time against a measurement ('' without one)."""
-    if measurement is None:
-        return ""
-    return round(100 * (simulated_ns - measurement.median_ns) / measurement.median_ns, 2)
+def _error_pct(simulated_ns: float, measured_ns: float) -> float:
+    """A CSV cell: the error of a simulated time against a measured one, in %."""
+    return round(100 * (simulated_ns - measured_ns) / measured_ns, 2)
 
 
 def alternate(first, second) -> list:
@@ -232,8 +230,14 @@ def _one_session(args, exercises, only):
     print(f"measuring {len(plan)} calibration and {len(exercises)} validation exercises "
           f"alternating on real TensorFlow ({runs_text(args)}); then fitting a profile to the "
           f"calibration rows and predicting the others with it", flush=True)
+    written = []  # the index in ``both`` of each CSV row, in the order they come
+
+    def more(k, m):
+        written.append(k)
+        return {"set": both[k][0]}
+
     measured = measure_real([e for _, e in both], csv_path, args.timeout, args.repeat,
-                            more=lambda k, m: {"set": both[k][0]}, extra=args.extra,
+                            more=more, extra=args.extra,
                             more_fields=("set", "simulated_ms", "error_pct"))
     fitted = [m for (which, _), m in zip(both, measured) if which == "calibration" and m]
     if not fitted:
@@ -248,25 +252,21 @@ def _one_session(args, exercises, only):
     write_profile(profile, profile_document(result, machine=this_machine()))
     print(f"profile: {profile} (system '{SYSTEM}')\n")
     simulated_all = [simulated_step_ns(e, result.catalog) for _, e in both]
-    _write_errors(csv_path, [row_of(e) | {"set": which} for which, e in both], simulated_all)
+    _write_errors(csv_path, [simulated_all[k] for k in written])
     validation = [(s, m) for (which, _), s, m in zip(both, simulated_all, measured)
                   if which == "validation"]
     return [s for s, _ in validation], [m for _, m in validation]
 
 
-def _write_errors(csv_path: Path, keys: list[dict], simulated: list[float]) -> None:
-    """Fill each CSV row's simulated_ms and error_pct: the row whose configuration and set
-    are ``keys[k]`` gets ``simulated[k]``."""
+def _write_errors(csv_path: Path, simulated: list[float]) -> None:
+    """Fill the CSV's rows, in order, with ``simulated`` (ns) and their errors."""
     with open(csv_path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         fields, rows = reader.fieldnames, list(reader)
-    index = {tuple(str(v) for v in key.values()): s for key, s in zip(keys, simulated)}
-    for row in rows:
-        s = index[tuple(row[k] for k in keys[0])]
+    for row, s in zip(rows, simulated, strict=True):
         row["simulated_ms"] = s / 1e6
         if row["median_ms"]:
-            measured = float(row["median_ms"]) * 1e6
-            row["error_pct"] = round(100 * (s - measured) / measured, 2)
+            row["error_pct"] = _error_pct(s, float(row["median_ms"]) * 1e6)
     with open(csv_path, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fields)
         writer.writeheader()
