@@ -16,7 +16,9 @@ steps on whichever worker is free, and joins at every epoch's end.
 What simdist draws from its own events, the functions report themselves: the worker that
 ran them and ``tf.timestamp()`` at their start and end (one wall clock for every process of
 this machine), and every start is also counted on ps:0 (``function_starts``, one entry per
-scheduled function), so a function re-run after its worker died counts twice.
+scheduled function), so a function re-run after its worker died counts twice. A worker the
+exercise fails holds its function until the SIGKILL lands (``hold_until_killed``), so the kill
+falls mid-function every time.
 """
 
 from __future__ import annotations
@@ -77,21 +79,60 @@ def order_kill(control: str, task: str, down) -> None:
                 + "\n")
 
 
-def kill_mid_function(control: str, failures, running, stop: threading.Event):
-    """A thread ordering the launcher (through its ``control`` file) to SIGKILL each failing
-    worker (task, seconds after now, seconds down or None) -- at that time, or as soon after
-    it as the worker is inside a function (``running``, on ps:0) -- and to restart it."""
+HOLD_S = 30.0  # the longest a failing worker's function waits for its SIGKILL
+
+
+def hold_until_killed(tf, hold, worker, start):
+    """In a function on ``worker``: while ``hold[worker]`` is armed (1), say it holds (2) and
+    spin until the watcher releases it (0) after the kill it ordered, at most HOLD_S after
+    ``start``. A 4-step function here takes 40 ms cold and 5 ms warm, against the launcher's
+    look at its control file every 20 ms: without the hold, a kill ordered as a function
+    began could land after it ended (a clean clone's test saw no function run again)."""
+    def say_it_holds():
+        with tf.control_dependencies([hold.scatter_update(tf.IndexedSlices(
+                tf.constant([2], tf.int64), tf.reshape(worker, [1])))]):
+            return tf.constant(2, tf.int64)
+
+    armed = tf.gather(hold, worker)
+    said = tf.cond(armed == 1, say_it_holds, lambda: armed)
+
+    def spin(n):  # ~2 ms between looks at hold on ps:0
+        until = tf.timestamp() + 0.002
+        return tf.while_loop(lambda i: tf.timestamp() < until, lambda i: i + 1, [n])
+
+    with tf.control_dependencies([said]):
+        return tf.while_loop(
+            lambda n: tf.logical_and(tf.gather(hold, worker) > 0,
+                                     tf.timestamp() < start + HOLD_S),
+            spin, [tf.constant(0, tf.int64)])
+
+
+def kill_mid_function(tf, control: str, failures, hold, starts, stop: threading.Event):
+    """A thread that, for each failing worker (task, seconds after now, seconds down or
+    None), arms ``hold`` at that time (``train`` arms those due at 0), waits for a function
+    of that worker to hold, orders the launcher (through its ``control`` file) to SIGKILL the
+    worker and to restart it, and releases the hold once the function started again
+    (``starts``, counted on ps:0) or HOLD_S passed."""
+    def set_hold(worker, value):
+        hold.scatter_update(tf.IndexedSlices(tf.constant([value], tf.int64), [worker]))
+
     def watch():
         began = time.monotonic()
         for task, at, down in sorted(failures, key=lambda f: f[1]):
             worker = int(task.split(":")[1])
-            while not stop.wait(max(0.0, began + at - time.monotonic())):
-                if running.numpy()[worker]:
-                    break
-                at = time.monotonic() - began + 0.002
-            if stop.is_set():
+            if stop.wait(max(0.0, began + at - time.monotonic())):
                 return
+            set_hold(worker, 1)
+            while int(hold.numpy()[worker]) != 2:
+                if stop.wait(0.002):
+                    return
+            held = starts.numpy()
             order_kill(control, task, down)
+            until = time.monotonic() + HOLD_S
+            while time.monotonic() < until and not stop.wait(0.01):
+                if ((held > 0) & (starts.numpy() > held)).any():  # it started again
+                    break
+            set_hold(worker, 0)
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
@@ -120,8 +161,9 @@ def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
         iterations = tf.Variable(0, dtype=tf.int64, name="iterations")
     with tf.device("/job:ps/task:0"):  # outside the scope: one variable, not sharded
         starts_on_ps = tf.Variable(tf.zeros([functions], tf.int64), name="function_starts")
-        # 1 + the function each worker is running, 0 when idle
-        running = tf.Variable(tf.zeros([exercise.workers], tf.int64), name="running")
+        # per worker: 1 armed, 2 a function holds for its kill (hold_until_killed)
+        hold = tf.Variable([int(any(t == f"worker:{w}" and at <= 0 for t, at, _ in failures))
+                            for w in range(exercise.workers)], dtype=tf.int64, name="hold")
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     names = list(weights)
     loss_of = per_example_loss_fn(exercise.model)
@@ -167,18 +209,17 @@ def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
     def step_fn(iterator, function_id, steps):
         start = tf.timestamp()
         worker = tf.distribute.coordinator.experimental_get_current_worker_index()
-        started = tf.gather(starts_on_ps.scatter_add(  # counted before it shows as running
+        started = tf.gather(starts_on_ps.scatter_add(  # counted before it may hold
             tf.IndexedSlices(tf.ones([1], tf.int64), [function_id])), function_id)
         with tf.control_dependencies([started]):
-            running.scatter_update(tf.IndexedSlices(tf.reshape(function_id + 1, [1]),
-                                                    [worker]))
+            held = [hold_until_killed(tf, hold, worker, start)] if failures else [started]
         losses = []
-        for _ in range(steps):
-            x, y = next(iterator)
-            losses.append(strategy.run(replica_fn, args=(x, y)))
+        with tf.control_dependencies(held):
+            for _ in range(steps):
+                x, y = next(iterator)
+                losses.append(strategy.run(replica_fn, args=(x, y)))
         with tf.control_dependencies(losses):
             end = tf.timestamp()
-            running.scatter_update(tf.IndexedSlices(tf.zeros([1], tf.int64), [worker]))
         return tf.stack(losses), worker, start, end
 
     iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
@@ -190,7 +231,7 @@ def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
         emit("start_line", began)
     stop = threading.Event()
     if failures:
-        kill_mid_function(control, failures, running, stop)
+        kill_mid_function(tf, control, failures, hold, starts_on_ps, stop)
     fid = 0
     for epoch in range(math.ceil(exercise.steps / steps_per_epoch)):
         start = time.monotonic_ns()
