@@ -5,8 +5,12 @@ replicas on each of W workers costs, in the simulator (``simdist.distribute.exer
 
     host_step    = step_overhead + R x replica_overhead + input KB x input_byte_time
                    (+ input_pipeline when the strategy wraps the dataset: all but the default
-                   one; + distributed_step for MirroredStrategy, MultiWorkerMirroredStrategy)
-    compute      = R x (num_ops x op_overhead + FLOPs per replica x flop_time)
+                   one; + distributed_step for MirroredStrategy, MultiWorkerMirroredStrategy;
+                   + multi_worker_step for the latter)
+    compute      = R x (num_ops x (op_overhead + (W - 1) x shared_op_overhead)
+                        + FLOPs per replica x flop_time)
+                   (the W worker processes of realdist's localhost cluster share this
+                   machine's cores: an op waits the longer the more there are)
                    (the R replicas' passes one after another when the devices are
                    ``virtual``: logical CPUs cut from one machine's cores)
     all-reduce   = collective_overhead + tensors x packed_tensor on every replica (the
@@ -15,9 +19,10 @@ replicas on each of W workers costs, in the simulator (``simdist.distribute.exer
                    replicas: 2(RW - 1) messages of latency + bytes / bandwidth (between
                    devices of a worker: the intra link; between workers: the network), for
                    the gradients and for the loss
-    update       = R x (variables x op_overhead + the update's roofline time)
+    update       = R x (variables x (op_overhead + (W - 1) x shared_op_overhead)
+                        + the update's roofline time)
 
-so it is a sum of thirteen parameters, each times a count that the exercise fixes:
+so it is a sum of fifteen parameters, each times a count that the exercise fixes:
 ``PARAMETERS`` below (step, replica, op and packing overheads, the input's time per KB,
 time per FLOP, and the latency and time per byte of the two links). A ring's step waits on
 the slowest member, so the sum is exact only up to such maxima; the fit therefore asks the
@@ -68,8 +73,8 @@ class Parameter(NamedTuple):
     unit: str
     what: str
     typical: float
-    #: which exercises can depend on it: "all", "multi_worker" (several workers) or
-    #: "multi_device" (several devices on a worker)
+    #: which exercises can depend on it: "all", "multi_worker" (several workers),
+    #: "multi_device" (several devices on a worker) or a strategy's name
     applies: str = "all"
 
 
@@ -79,8 +84,14 @@ PARAMETERS = (
     Parameter("input_pipeline", "ns", "extra host work per step of a wrapped dataset", 3e5),
     Parameter("distributed_step", "ns", "extra host work per step of the mirrored strategies",
               1e6),
+    Parameter("multi_worker_step", "ns",
+              "extra host work per step of MultiWorkerMirroredStrategy", 5e5,
+              "multi_worker_mirrored"),
     Parameter("input_byte_time", "ns/KB", "host time per KB of a step's input", 1e3),
     Parameter("op_overhead", "ns", "executor dispatch per TF op", 2e4),
+    Parameter("shared_op_overhead", "ns",
+              "per TF op, for each other worker process on the same cores", 1e5,
+              "multi_worker"),
     Parameter("collective_overhead", "ns", "starting one all-reduce, per member", 2e5),
     Parameter("packed_tensor", "ns", "per tensor packed into an all-reduce, per member", 5e4),
     Parameter("flop_time", "ns/MFLOP", "compute time per million FLOPs", 5e3),
@@ -149,6 +160,8 @@ def catalog_for(parameters: dict) -> HardwareCatalog:
         input_pipeline_overhead_ns=round(p["input_pipeline"]),
         distributed_step_overhead_ns=round(p["distributed_step"]),
         input_kb_ns=round(p["input_byte_time"]),
+        multi_worker_step_overhead_ns=round(p["multi_worker_step"]),
+        shared_op_overhead_ns=round(p["shared_op_overhead"]),
         virtual=True)
     catalog.links[f"{SYSTEM}-intra"] = LinkProfile(
         f"{SYSTEM}-intra", "shm", latency_ns=max(1, round(p["intra_latency"])),
@@ -187,7 +200,7 @@ def _depends(parameter: Parameter, exercise) -> bool:
         return exercise.num_workers > 1
     if parameter.applies == "multi_device":
         return exercise.devices_per_worker > 1
-    return True
+    return parameter.applies in ("all", exercise.strategy)
 
 
 def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,

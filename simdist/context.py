@@ -104,11 +104,12 @@ class TaskContext:
 
         Duration from the cost model: max(FLOPs / (peak x efficiency), bytes / memory
         bandwidth) + launch overhead (+ ``ops`` x the profile's per-op overhead, when the op
-        stands for that many TF ops). Ops on one device run one after another (one stream);
+        stands for that many TF ops, and its share for each other task of the cluster). Ops on one device run one after another (one stream);
         on ``virtual`` devices, ops of all the task's devices and its host do.
         """
         self.device(device)  # checks the index
-        duration = self.hardware.device.compute_time_ns(flops, nbytes, ops=ops)
+        duration = self.hardware.device.compute_time_ns(flops, nbytes, ops=ops,
+                                                        tasks=self.num_tasks)
         return self.busy(device, name, duration, cat, flops=flops, **args)
 
     def busy(self, device: int | None, name: str, duration: int, cat: str = "host", **args):
@@ -121,12 +122,12 @@ class TaskContext:
         return self.env.timeout(start + duration - self.env.now)
 
     def host_step(self, replicas: int, input_bytes: int = 0, wrapped: bool = False,
-                  distributed: bool = False):
+                  distributed: bool = False, multi_worker: bool = False):
         """The host's own work of one training step (``DeviceProfile.host_step_ns``: the
         Python loop, the input iterator, the function call), a span on the host lane; an
         event (already done when the profile charges nothing)."""
         duration = self.hardware.device.host_step_ns(replicas, input_bytes, wrapped,
-                                                     distributed)
+                                                     distributed, multi_worker)
         if not duration:
             return self.env.timeout(0)
         return self.busy(None, "input + dispatch", duration)

@@ -82,7 +82,7 @@ def _ceil_div(a: int, b: int) -> int:
 class DeviceProfile:
     """One device: peak FLOP/s, memory bandwidth (bytes/s), memory (bytes), op overhead (ns).
 
-    The last eight fields are the host-side costs a calibrated profile (``simdist calibrate``)
+    The last ten fields are the host-side costs a calibrated profile (``simdist calibrate``)
     measures; the built-in profiles leave them at 0, so that a step is its roofline ops and
     messages alone, as the lessons' closed forms have it:
 
@@ -110,6 +110,16 @@ class DeviceProfile:
       gradients into one tensor (a reshape and a shape op per tensor, a concat) and cuts the
       result back (a split, a reshape per tensor), so a model's variable count costs ops
       that its forward and backward pass do not hold;
+    - ``multi_worker_step_overhead_ns``: the extra host work per step of
+      MultiWorkerMirroredStrategy over MirroredStrategy's (its collectives span a cluster's
+      group, even of one worker; measured on TF 2.21 to cost a lone worker ~0.6 ms a step
+      more than MirroredStrategy on one device);
+    - ``shared_op_overhead_ns``: per TF op, for each other task of the cluster: a localhost
+      cluster (realdist's) runs every task as a process on the same cores, so an op waits
+      for a core the longer the more processes there are (measured on 2026-11-26:
+      MultiWorkerMirrored's 39-op MLP cost ~5 ms a step more than its 27-op softmax
+      regression on 2 workers, ~12 ms on 4, whatever the MLP's width; 0.5 ms in one
+      process);
     - ``virtual``: the devices are logical devices cut from one physical device
       (``tf.config.set_logical_device_configuration``): they and the host share its cores, so
       their ops run one after another.
@@ -130,6 +140,8 @@ class DeviceProfile:
     distributed_step_overhead_ns: int = 0
     input_kb_ns: int = 0
     packed_tensor_overhead_ns: int = 0
+    multi_worker_step_overhead_ns: int = 0
+    shared_op_overhead_ns: int = 0
     virtual: bool = False
 
     def __post_init__(self):
@@ -141,7 +153,8 @@ class DeviceProfile:
         for field in ("launch_overhead_ns", "op_overhead_ns", "step_overhead_ns",
                       "replica_overhead_ns", "collective_overhead_ns",
                       "input_pipeline_overhead_ns", "distributed_step_overhead_ns",
-                      "input_kb_ns", "packed_tensor_overhead_ns"):
+                      "input_kb_ns", "packed_tensor_overhead_ns",
+                      "multi_worker_step_overhead_ns", "shared_op_overhead_ns"):
             _check_int(f"device {brief(self.name)}: {field}", getattr(self, field), 0)
         _check_efficiency(self.efficiency)
         if not isinstance(self.virtual, bool):
@@ -150,9 +163,10 @@ class DeviceProfile:
                 f"{brief(self.virtual)}")
 
     def compute_time_ns(self, flops: float, nbytes: int = 0, efficiency: float | None = None,
-                        ops: int = 0) -> int:
+                        ops: int = 0, tasks: int = 1) -> int:
         """Roofline time of one op in ns: max(compute, memory), rounded up, plus the overhead
-        (and ``ops`` x ``op_overhead_ns`` when the call stands for ``ops`` TF ops).
+        (and ``ops`` x ``op_overhead_ns`` when the call stands for ``ops`` TF ops, plus
+        ``ops`` x ``shared_op_overhead_ns`` for each of the cluster's ``tasks`` but one).
 
         The compute part uses float arithmetic (IEEE-754, so the same on every machine); the
         memory part is exact integer arithmetic.
@@ -163,21 +177,25 @@ class DeviceProfile:
             raise InvalidArgumentError(f"flops must be a number >= 0, got {brief(flops)}")
         _check_int("nbytes", nbytes, 0)
         _check_int("ops", ops, 0)
+        _check_int("tasks", tasks, 1)
         compute = math.ceil(flops * 1e9 / (self.peak_flops * eff)) if flops else 0
         memory = _ceil_div(int(nbytes) * 10**9, self.mem_bandwidth)
-        return max(compute, memory) + self.launch_overhead_ns + ops * self.op_overhead_ns
+        return (max(compute, memory) + self.launch_overhead_ns
+                + ops * (self.op_overhead_ns + (tasks - 1) * self.shared_op_overhead_ns))
 
     def host_step_ns(self, replicas: int, input_bytes: int = 0, wrapped: bool = False,
-                     distributed: bool = False) -> int:
+                     distributed: bool = False, multi_worker: bool = False) -> int:
         """The host's work per training step of a task with ``replicas`` local replicas and
         ``input_bytes`` of input (``wrapped``: the strategy wraps the dataset;
-        ``distributed``: it runs through the mirrored machinery)."""
+        ``distributed``: it runs through the mirrored machinery; ``multi_worker``: it is
+        MultiWorkerMirroredStrategy)."""
         _check_int("replicas", replicas, 0)
         _check_int("input_bytes", input_bytes, 0)
         return (self.step_overhead_ns + replicas * self.replica_overhead_ns
                 + _ceil_div(input_bytes * self.input_kb_ns, 1000)
                 + (self.input_pipeline_overhead_ns if wrapped else 0)
-                + (self.distributed_step_overhead_ns if distributed else 0))
+                + (self.distributed_step_overhead_ns if distributed else 0)
+                + (self.multi_worker_step_overhead_ns if multi_worker else 0))
 
 
 @dataclass(frozen=True)
@@ -238,8 +256,8 @@ _FILE_FIELDS = {
                 "op_overhead_ns": "ns", "step_overhead_ns": "ns", "replica_overhead_ns": "ns",
                 "collective_overhead_ns": "ns", "input_pipeline_overhead_ns": "ns",
                 "distributed_step_overhead_ns": "ns", "input_kb_ns": "ns",
-                "packed_tensor_overhead_ns": "ns",
-                "virtual": "bool"},
+                "packed_tensor_overhead_ns": "ns", "multi_worker_step_overhead_ns": "ns",
+                "shared_op_overhead_ns": "ns", "virtual": "bool"},
     "links": {"kind": "str", "latency_ns": "ns", "bandwidth": "B/s"},
     "systems": {"device": "str", "intra_link": "str", "network": "str", "description": "str"},
 }

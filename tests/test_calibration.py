@@ -24,7 +24,8 @@ TRUE = {"step_overhead": 800_000.0, "replica_overhead": 150_000.0,
         "input_pipeline": 200_000.0, "distributed_step": 1_000_000.0, "input_byte_time": 800.0,
         "packed_tensor": 40_000.0, "op_overhead": 10_000.0,
         "collective_overhead": 300_000.0, "flop_time": 8_000.0, "intra_latency": 50_000.0,
-        "intra_byte_time": 40.0, "network_latency": 3_000_000.0, "network_byte_time": 500.0}
+        "intra_byte_time": 40.0, "network_latency": 3_000_000.0, "network_byte_time": 500.0,
+        "multi_worker_step": 600_000.0, "shared_op_overhead": 150_000.0}
 
 
 def ex(strategy="mirrored", replicas=1, model="linear", batch=64, workers=1, hidden=32):
@@ -43,7 +44,8 @@ def plan():
         multi = strategy == "multi_worker_mirrored"
         for model, batch, hidden in (("linear", 64, 32), ("mlp", 1024, 128)):
             out.append(ex(strategy, 1 if multi else n, model, batch, n if multi else 1, hidden))
-    return out
+    # digits with few FLOPs: else the input's bytes and the MLP's FLOPs grow together
+    return out + [ex("default", model="softmax", batch=1024)]
 
 
 # -- the profile's new fields -----------------------------------------------------------------
@@ -114,6 +116,39 @@ def test_mirrored_strategies_start_collectives_even_with_one_replica():
     assert alone["multi_worker_mirrored"] == pytest.approx(alone["mirrored"], abs=1_000)
 
 
+def test_multi_worker_mirrored_costs_its_own_step_overhead_even_alone():
+    """MultiWorkerMirroredStrategy with one worker pays ``multi_worker_step`` a step on top
+    of what MirroredStrategy with one device pays; MirroredStrategy does not."""
+    free = {n: 0.0 for n in NAMES}
+    catalogs = catalog_for(free), catalog_for({**free, "multi_worker_step": 250_000.0})
+    alone = {s: [simulated_step_ns(ex(s), c) for c in catalogs]
+             for s in ("mirrored", "multi_worker_mirrored")}
+    assert alone["mirrored"][1] == alone["mirrored"][0]
+    assert alone["multi_worker_mirrored"][1] - alone["multi_worker_mirrored"][0] == 250_000
+
+
+def test_an_op_costs_more_the_more_worker_processes_share_the_cores():
+    """With only ``shared_op_overhead`` set, a step costs it once per TF op (the replica's
+    pass and one update op per variable) for each worker but the first: nothing on one
+    worker, its double on three workers what it is on two; the MLP pays for its 39 + 4
+    ops, softmax for 27 + 2."""
+    dev = DeviceProfile("d", "CPU", peak_flops=1e12, mem_bandwidth=10**9, memory=2**30,
+                        launch_overhead_ns=0, op_overhead_ns=7, shared_op_overhead_ns=5)
+    assert dev.compute_time_ns(0, ops=10) == 70
+    assert dev.compute_time_ns(0, ops=10, tasks=3) == 70 + 2 * 10 * 5
+    with pytest.raises(InvalidArgumentError, match="tasks must be >= 1, got 0"):
+        dev.compute_time_ns(0, ops=10, tasks=0)
+    free = {n: 0.0 for n in NAMES}
+    catalogs = catalog_for(free), catalog_for({**free, "shared_op_overhead": 10_000.0})
+    extra = {(model, w): simulated_step_ns(ex("multi_worker_mirrored", model=model,
+                                              workers=w), catalogs[1])
+             - simulated_step_ns(ex("multi_worker_mirrored", model=model, workers=w),
+                                 catalogs[0])
+             for model in ("softmax", "mlp") for w in (1, 2, 3)}
+    assert [extra["mlp", w] for w in (1, 2, 3)] == [0, 430_000, 860_000]
+    assert [extra["softmax", w] for w in (1, 2, 3)] == [0, 290_000, 580_000]
+
+
 def test_packing_costs_per_tensor_in_the_mirrored_strategies_only():
     """An MLP's four gradient tensors cost two more packing steps than softmax's two (its
     weights and biases), on MirroredStrategy and not on OneDeviceStrategy, which reduces
@@ -174,7 +209,8 @@ def test_the_fit_finds_the_step_times_it_was_given(synthetic):
 
 def test_the_fit_finds_the_parameters_that_set_most_of_the_time(synthetic):
     _, _, result = synthetic
-    for name in ("step_overhead", "distributed_step", "network_latency"):
+    for name in ("step_overhead", "distributed_step", "network_latency", "multi_worker_step",
+                 "shared_op_overhead"):
         assert result.parameters[name] == pytest.approx(TRUE[name], rel=0.05), name
 
 

@@ -64,7 +64,7 @@ def train(ctx, exercise: Exercise):
         yield ctx.host_step(len(strategy.worker_devices),
                             sum(v.nbytes for v in (*x.values, *y.values)),
                             strategy.wraps_dataset,
-                            strategy.mirrored_runtime)
+                            strategy.mirrored_runtime, strategy.multi_worker_runtime)
 
         def replica_step(x, y, w):
             loss = compute_average_loss(model.per_example_loss(w, x, y), b)

@@ -60,6 +60,9 @@ class Strategy:
     #: included) in batch_reduce_to; a calibrated profile charges their start
     #: (``collective_overhead_ns``, ``distributed_step_overhead_ns``)
     mirrored_runtime = False
+    #: whether it is MultiWorkerMirroredStrategy, whose steps cost a calibrated profile's
+    #: ``multi_worker_step_overhead_ns`` more
+    multi_worker_runtime = False
     #: whether experimental_distribute_dataset wraps the dataset (every strategy but the
     #: default one, which hands it back as it is); a calibrated profile charges the wrapper's
     #: work per step (``input_pipeline_overhead_ns``)
@@ -383,6 +386,8 @@ class MultiWorkerMirroredStrategy(Strategy):
     wraps_dataset = True
 
     mirrored_runtime = True
+
+    multi_worker_runtime = True
 
     def __init__(self, ctx, communication_options: CommunicationOptions = CommunicationOptions(),
                  tf_config=None, devices=None):
