@@ -292,12 +292,3 @@ def _short(exercise) -> dict:
     """The fields that set an exercise's step time (``RECORD_FIELDS``)."""
     return {k: getattr(exercise, k) for k in RECORD_FIELDS}
 
-
-def load_profile_parameters(document: dict) -> dict:
-    """The parameters a profiles file written by ``profile_document`` records."""
-    try:
-        table = document["calibration"]["parameters"]
-        return {name: float(table[name]["value"]) for name in NAMES}
-    except (KeyError, TypeError, ValueError) as error:
-        raise InvalidArgumentError(f"not a calibrated profile (simdist calibrate writes one): "
-                                   f"missing {error}") from None

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from simdist.calibration import (NAMES, RECORD_FIELDS, SYSTEM, Measurement, catalog_for, fit,
-                                 load_profile_parameters, predict, profile_document,
+                                 predict, profile_document,
                                  simulated_step_ns)
 from simdist.calibration_table import read_table
 from simdist.cli import main as simdist_main
@@ -229,7 +229,8 @@ def test_the_profile_document_round_trips_through_a_profiles_file(synthetic, tmp
     catalog = HardwareCatalog.from_file(path)
     exercise = ex(replicas=2, model="mlp", batch=512, hidden=128)
     assert simulated_step_ns(exercise, catalog) == simulated_step_ns(exercise, result.catalog)
-    assert load_profile_parameters(document) == pytest.approx(
+    recorded = document["calibration"]["parameters"]
+    assert {n: recorded[n]["value"] for n in NAMES} == pytest.approx(
         {n: round(v, 3) for n, v in result.parameters.items()})
     assert simdist_main(["run", "mirrored", "--replicas", "2", "--steps", "3", "--profiles-file",
                          str(path), "--profile", SYSTEM, "--quiet"]) == 0
@@ -541,7 +542,7 @@ def test_calibrate_then_predict_on_real_tf(tmp_path, capsys):
     assert len(measured) == 3 and all(float(r["median_ms"]) > 0 for r in measured)
     assert [r["runs"] for r in measured] == ["2", "2", "2"]
     document = json.loads(profile.read_text())
-    assert set(load_profile_parameters(document)) == set(NAMES)
+    assert set(document["calibration"]["parameters"]) == set(NAMES)
     predicted = tmp_path / "predict.csv"
     assert simdist_main(["bench", "predict", "--quick", "--steps", "8", "--repeat", "1",
                          "--extra", "0", "--profiles-file", str(profile), "--csv",
