@@ -104,8 +104,9 @@ class TaskContext:
 
         Duration from the cost model: max(FLOPs / (peak x efficiency), bytes / memory
         bandwidth) + launch overhead (+ ``ops`` x the profile's per-op overhead, when the op
-        stands for that many TF ops, and its share for each other task of the cluster). Ops on one device run one after another (one stream);
-        on ``virtual`` devices, ops of all the task's devices and its host do.
+        stands for that many TF ops, plus its shared-core share for each other task of the
+        cluster). Ops on one device run one after another (one stream); on ``virtual``
+        devices, ops of all the task's devices and its host do.
         """
         self.device(device)  # checks the index
         duration = self.hardware.device.compute_time_ns(flops, nbytes, ops=ops,
