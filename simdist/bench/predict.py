@@ -41,8 +41,8 @@ import numpy as np
 
 from ..calibration import RECORD_FIELDS, SYSTEM, profile_document, simulated_step_ns
 from ..commands import reporting_errors
-from ..commands.calibrate import (calibration_plan, fit_with_progress, this_machine,
-                                  write_profile)
+from ..commands.calibrate import (calibration_plan, fit_with_progress, sized_exercise,
+                                  this_machine, write_profile)
 from ..commands.real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, error_summary,
                                      errors_table, label, measure_real, runs_text)
 from ..devices import HardwareCatalog, read_profile_file
@@ -65,13 +65,7 @@ def matrix(steps: int, quick: bool = False, only=None) -> list[Exercise]:
     for strategy, counts in sizes.items():
         if only and strategy not in only:
             continue
-        multi = strategy == "multi_worker_mirrored"
-        for n in counts:
-            for model, hidden, batch in models:
-                out.append(Exercise(strategy=strategy, model=model, dataset="digits",
-                                    hidden=hidden, global_batch=batch, steps=steps,
-                                    workers=n if multi else 1,
-                                    devices_per_worker=1 if multi else n))
+        out += [sized_exercise(strategy, n, *model, steps) for n in counts for model in models]
     return out
 
 

@@ -26,7 +26,9 @@ from .real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, errors_ta
                            measure_real, runs_text)
 
 
-def _exercise(strategy, size, model, hidden, batch, steps):
+def sized_exercise(strategy, size, model, hidden, batch, steps) -> Exercise:
+    """``strategy`` on ``size`` logical CPUs of one process, or on ``size`` worker processes
+    for multi_worker_mirrored."""
     multi = strategy == "multi_worker_mirrored"
     return Exercise(strategy=strategy, model=model,
                     dataset="regression" if model == "linear" else "digits",
@@ -54,7 +56,7 @@ def calibration_plan(steps: int, quick: bool = False) -> list[Exercise]:
     if quick:
         plan = [("one_device", 1, "linear", 32, 128), ("mirrored", 2, "mlp", 256, 256),
                 ("multi_worker_mirrored", 2, "linear", 32, 128)]
-    return [_exercise(*row, steps) for row in plan]
+    return [sized_exercise(*row, steps) for row in plan]
 
 
 def build_parser() -> argparse.ArgumentParser:
