@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from simdist.bench.scale import ProgressBar
-from simdist.errors import InvalidArgumentError, SimdistError
+from simdist.commands.bench.scale import ProgressBar
+from simdist.base.errors import InvalidArgumentError, SimdistError
 
 from .page import read_rows, text_table, write_page
 from .studies import STUDIES

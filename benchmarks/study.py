@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from simdist.devices import Hardware, HardwareCatalog, Layout
-from simdist.programs.data_parallel import train
-from simdist.simulation import simulate
+from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
+from simdist.training.programs.data_parallel import train
+from simdist.sim.scheduler import simulate
 
 
 class Study(NamedTuple):
@@ -54,7 +54,7 @@ SPARSE = Model("sparse", 2_000_000, 6 * 2_000_000, embedding_dim=64, lookups=8, 
 
 PROFILE_NOTE = ("compute = FLOPs / (peak x 0.5) on the profile's device (simdist's roofline, no "
                 "overlap of communication with the backward pass); links from "
-                "simdist/catalog.py")
+                "simdist/hardware/catalog.py")
 
 
 def describe_profile(system: str) -> str:

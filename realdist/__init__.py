@@ -1,9 +1,9 @@
 """realdist: the DistLab exercises on real TensorFlow (logical CPUs, localhost clusters, GPUs).
 
-``run_exercise(exercise)`` trains a ``simdist.exercises.Exercise`` with a real tf.distribute
-strategy and returns the same ``RunResult`` as ``simdist.distribute.simulate_exercise``: the
+``run_exercise(exercise)`` trains a ``simdist.training.exercises.Exercise`` with a real tf.distribute
+strategy and returns the same ``RunResult`` as ``simdist.training.simulate_exercise``: the
 same initial weights, batches and SGD math, so the final weights agree within float32
-round-off. It records the same trace schema as simdist (``simdist.trace``). TensorFlow is
+round-off. It records the same trace schema as simdist (``simdist.trace.schema``). TensorFlow is
 imported only when a run starts, never at simdist's (or this package's) import time.
 """
 
@@ -13,7 +13,7 @@ def run_exercise(exercise, timeout: float = 300, on_step=None, **options):
 
     The runner is the one its strategy record names (``simdist.distribute.registry``):
     default, one_device, mirrored and central_storage run in this process (its logical CPU
-    devices are set up first, see ``realdist.devices``); multi_worker_mirrored runs one local
+    devices are set up first, see ``realdist.runtime.devices``); multi_worker_mirrored runs one local
     process per worker. ``on_step(k, loss, step_ns)`` is called after every step; a run that
     passes ``timeout`` seconds ends with DeadlineExceededError. ``options`` go to the runner
     (parameter_server: ``processes``, one process per task).

@@ -23,14 +23,14 @@ import argparse
 import os
 import sys
 
-from simdist.errors import (DeadlineExceededError, InvalidArgumentError, SimdistError,
+from simdist.base.errors import (DeadlineExceededError, InvalidArgumentError, SimdistError,
                             UnavailableError)
-from simdist.cluster import TFConfig
-from simdist.distribute.evaluation import STYLES, describe
+from simdist.hardware.cluster import TFConfig
+from simdist.training.evaluation import STYLES, describe
 from simdist.distribute.registry import STRATEGIES
-from simdist.exercises import Exercise
-from simdist.files import check_output
-from simdist.units import check_seconds
+from simdist.training.exercises import Exercise
+from simdist.base.files import check_output
+from simdist.hardware.units import check_seconds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,7 +165,7 @@ def _add_queue_commands(queues) -> None:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["measure"]:
-        from .measure import main as measure_main
+        from realdist.calibration.measure import main as measure_main
 
         return measure_main(argv[1:])
     args = build_parser().parse_args(argv)
@@ -202,10 +202,10 @@ def cmd_run(args) -> int:
         if exercise.strategy != "parameter_server":
             raise InvalidArgumentError(f"--evaluation is parameter_server's option, not "
                                        f"{exercise.strategy}'s")
-        from .parameter_server_eval import check_options
+        from realdist.training.parameter_server_eval import check_options
 
         options["evaluation"] = check_options(exercise, args.evaluation)
-    from . import run_exercise
+    from realdist import run_exercise
 
     where = (f"{exercise.workers} worker processes x {exercise.devices_per_worker}"
              if STRATEGIES[exercise.strategy].multi_worker else "this process")
@@ -269,7 +269,7 @@ def _short(device: str) -> str:
 
 
 def cmd_devices(args) -> int:
-    from .devices import describe
+    from realdist.runtime.devices import describe
 
     for line in describe():
         print(line)
@@ -277,7 +277,7 @@ def cmd_devices(args) -> int:
 
 
 def cmd_split(args) -> int:
-    from simdist.data import split_global_batch
+    from simdist.distribute.input_lib import split_global_batch
 
     check_seconds(args.timeout, "--timeout")
     for name in ("replicas", "workers", "global_batch", "examples"):
@@ -285,24 +285,24 @@ def cmd_split(args) -> int:
             raise InvalidArgumentError(f"--{name.replace('_', '-')} must be >= 1, got "
                                        f"{getattr(args, name)}")
     if args.strategy == "mirrored":
-        from .devices import replica_devices
-        from .split import received_ids
-        from .tfenv import tf
+        from realdist.runtime.devices import replica_devices
+        from realdist.distribute.split import received_ids
+        from realdist.runtime.tfenv import tf
 
         devices, _ = replica_devices(args.replicas)
         workers = [received_ids(tf.distribute.MirroredStrategy(devices), args.examples,
                                 args.global_batch)]
         replicas = args.replicas
     else:
-        from .multiworker import multi_worker_split
+        from realdist.distribute.multiworker import multi_worker_split
 
         workers = multi_worker_split(args.workers, args.examples, args.global_batch,
                                      timeout=args.timeout)
         replicas = args.workers
-    from .split import format_split
+    from realdist.distribute.split import format_split
 
     print(f"TF's split of global batches of {args.global_batch} over {replicas} replicas "
-          f"(simdist.data.split_global_batch: {split_global_batch(args.global_batch, replicas)})")
+          f"(simdist.distribute.input_lib.split_global_batch: {split_global_batch(args.global_batch, replicas)})")
     for line in format_split(workers):
         print(line)
     return 0
@@ -316,7 +316,7 @@ def cmd_queues(args) -> int:
 def _queue_facts(args) -> int:
     import json
 
-    from . import queues
+    from realdist.graph import queues
 
     path = args.output or queues.FACTS_PATH
     recorded = queues.load_facts(path) if args.check else None  # a missing file fails first
@@ -350,7 +350,7 @@ def _padded(args) -> int:
 
     import numpy as np
 
-    from .queues import padded_batch
+    from realdist.graph.queues import padded_batch
 
     try:
         values = json.loads(args.values)
@@ -370,7 +370,7 @@ def _padded(args) -> int:
 
 
 def _loader_trainer(args) -> int:
-    from .queue_programs import (check_loader_trainer, describe_pipeline,
+    from realdist.training.queue_programs import (check_loader_trainer, describe_pipeline,
                                  real_dataset_trainer, real_loader_trainer)
 
     check_loader_trainer(args.capacity, args.loaders, args.steps, args.batch, args.load_ms,
@@ -395,9 +395,9 @@ def _loader_trainer(args) -> int:
 
 
 def _compare_pipeline(run, plot) -> None:
-    from simdist.plots import plot_queue_comparison
+    from simdist.trace.plots import plot_queue_comparison
 
-    from .queue_compare import compare_pipelines, format_comparison, simulate_like
+    from realdist.training.queue_compare import compare_pipelines, format_comparison, simulate_like
 
     print("simdist: the same program simulated (reads and steps of the same length)...",
           flush=True)
@@ -411,7 +411,7 @@ def _compare_pipeline(run, plot) -> None:
 
 
 def _ensemble(args) -> int:
-    from .queue_programs import check_ensemble, real_ensemble
+    from realdist.training.queue_programs import check_ensemble, real_ensemble
 
     check_ensemble(args.predictors, args.inputs, args.slow, args.predict_ms, args.slow_ms,
                    args.timeout_ms)
@@ -452,7 +452,7 @@ def _failure_ms(text):
 
 
 def cmd_ps(args) -> int:
-    from .ps_programs import check_train_on_ps, real_train_on_ps
+    from realdist.training.ps_programs import check_train_on_ps, real_train_on_ps
 
     options = dict(workers=args.workers, ps=args.ps, mode=args.mode, steps=args.steps,
                    step_ms=_step_ms(args.step_ms),
@@ -470,7 +470,7 @@ def cmd_ps(args) -> int:
     for line in run.describe():
         print(line)
     if args.compare:
-        from .ps_compare import compare_ps_runs, format_comparison, simulate_like
+        from realdist.training.ps_compare import compare_ps_runs, format_comparison, simulate_like
 
         print("simdist: the same program simulated (step_us = step_ms x 1000)...", flush=True)
         rows = compare_ps_runs(simulate_like(run.trace.metadata["options"]), run)

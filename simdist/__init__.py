@@ -4,13 +4,13 @@ It runs in one Python process or as a real MPI program (``mpiexec -n N python -m
 simdist ...``) with identical results. It never imports TensorFlow and never reads the clock.
 """
 
-from .cluster import ClusterSpec, TaskId, TFConfig, chief_task
-from .core import Environment, Interrupt, SimulationDeadlock
-from .device_spec import DeviceSpec
-from .devices import Hardware, HardwareCatalog, Layout
-from .payloads import Message, Phantom
-from .simulation import SimulationResult, simulate
-from .trace import Trace
+from simdist.hardware.cluster import ClusterSpec, TaskId, TFConfig, chief_task
+from simdist.sim.core import Environment, Interrupt, SimulationDeadlock
+from simdist.hardware.device_spec import DeviceSpec
+from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
+from simdist.sim.payloads import Message, Phantom
+from simdist.sim.scheduler import SimulationResult, simulate
+from simdist.trace.schema import Trace
 
 __version__ = "0.1.0"
 

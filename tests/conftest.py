@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from simdist import lessons
-from simdist.mpirun import run_mpi
+from course import lessons
+from simdist.sim.launcher import run_mpi
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = Path(__file__).resolve().parent / "programs"

@@ -268,7 +268,7 @@ def kind_of(error):
 def sim_kind_of(error) -> str:
     """simdist's TF error class of ``error`` (ClusterSpecError is an InvalidArgumentError)."""
     for cls in type(error).__mro__:
-        if cls.__module__ == "simdist.errors" and cls.__name__ != "SimdistError":
+        if cls.__module__ == "simdist.base.errors" and cls.__name__ != "SimdistError":
             return cls.__name__
     return type(error).__name__
 
@@ -303,7 +303,7 @@ def sim_graph(snippet) -> dict:
 
 def real_graphs(snippets=GRAPH_SNIPPETS, timeout: float = 300) -> dict:
     """Every snippet on real TF, in one subprocess: {snippet name: result}."""
-    from realdist.tf1 import run_python
+    from realdist.graph.tf1 import run_python
 
     sources = "\n".join(textwrap.dedent(inspect.getsource(fn)) for fn in snippets)
     loop = "\n".join(f"emit({fn.__name__!r}, run_snippet(tf1, {fn.__name__}, colocation, run, "
@@ -515,9 +515,9 @@ def eager_cases(seed: int = SEED, n: int = N) -> dict:
 
 
 def real_eager(cases: dict, timeout: float = 300) -> dict:
-    """Every eager case on real TF, in one subprocess (eager mode: realdist.tf1's prelude
+    """Every eager case on real TF, in one subprocess (eager mode: realdist.graph.tf1's prelude
     turns it off, and the first line turns it back on before TF does anything)."""
-    from realdist.tf1 import run_python
+    from realdist.graph.tf1 import run_python
 
     source = _EAGER.replace("json.loads(sys.argv[1])", f"json.loads({json.dumps(cases)!r})")
     emitted, _ = run_python("tf1.enable_eager_execution()\n" + source, timeout)
@@ -528,8 +528,8 @@ def sim_eager(cases: dict) -> dict:
     """The same cases on simdist, in this process."""
     import ast
 
-    from simdist.cluster import ClusterSpec, TFConfig
-    from simdist.device_spec import DeviceSpec
+    from simdist.hardware.cluster import ClusterSpec, TFConfig
+    from simdist.hardware.device_spec import DeviceSpec
 
     def attempt(fn):
         try:
@@ -567,7 +567,7 @@ def sim_eager(cases: dict) -> dict:
 def sim_datasets(counts, batch) -> list:
     """``distribute_datasets_from_function`` on a simulated MirroredStrategy of 2 CPUs."""
     from simdist import simulate
-    from simdist.devices import Hardware, HardwareCatalog, Layout
+    from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
     from simdist.distribute import MirroredStrategy
 
     n, replicas = counts
@@ -617,7 +617,7 @@ def real_uneven_workers(job=UNEVEN, timeout: float = 120) -> list:
     """Per worker, the ids each step gave its replica, on two real TF workers."""
     from pathlib import Path
 
-    from realdist.multiworker import launch
+    from realdist.distribute.multiworker import launch
 
     program = str(Path(__file__).parent / "programs" / "uneven_datasets_worker.py")
     outs = launch({**job, "timeout": timeout}, [{"CUDA_VISIBLE_DEVICES": ""}] * 2, timeout,

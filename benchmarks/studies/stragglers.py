@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from simdist.graph.ps_training import train_on_ps
+from simdist.training.ps_training import train_on_ps
 
 from ..figures import Panel, draw_panels
 from ..study import Study

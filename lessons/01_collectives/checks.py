@@ -17,9 +17,9 @@ import numpy as np
 
 from simdist import Hardware, HardwareCatalog, Layout, Phantom, SimulationDeadlock, simulate
 from simdist.collectives import all_reduce, formulas
-from simdist.lessons import Check, CheckFailed, load_module, side_by_side, tr
-from simdist.plots import plot_timeline
-from simdist.units import format_bytes, format_ns
+from course.lessons import Check, CheckFailed, load_module, side_by_side, tr
+from simdist.trace.plots import plot_timeline
+from simdist.hardware.units import format_bytes, format_ns
 
 DIFFICULTY = {"ring_all_reduce": 2, "predict_fastest": 2}
 

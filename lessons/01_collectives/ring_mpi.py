@@ -16,10 +16,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from simdist.lesson_mpi import run_exercise
-from simdist.lessons import CheckFailed, load_module, localize, not_done_name, solution_path
-from simdist.transports import MPITransport
-from simdist.workspace import exercise_file
+from course.mpi import run_exercise
+from course.lessons import CheckFailed, load_module, localize, not_done_name, solution_path
+from simdist.sim.transports import MPITransport
+from course.workspace import exercise_file
 
 HERE = Path(__file__).resolve().parent
 TASKS = 4

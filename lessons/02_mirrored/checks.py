@@ -1,6 +1,6 @@
 """Lesson 02, One machine, many devices: the checks that ``simdist check 02`` runs.
 
-The learner's ``split_batch`` is compared with TF's rule (``simdist.data.split_global_batch``);
+The learner's ``split_batch`` is compared with TF's rule (``simdist.distribute.input_lib.split_global_batch``);
 ``replica_step`` runs inside simdist's OneDeviceStrategy, MirroredStrategy (1 to 4 replicas)
 and CentralStorageStrategy on batches that do not split evenly, and every run must end with
 the weights of the default strategy (one device, the whole batch); ``predict_step_bytes`` is
@@ -15,7 +15,8 @@ import numpy as np
 
 from simdist import Hardware, HardwareCatalog, Layout, simulate
 from simdist.collectives import ReduceOp
-from simdist.data import classification, split_global_batch
+from simdist.distribute.input_lib import split_global_batch
+from simdist.training.data import classification
 from simdist.distribute import (
     CentralStorageStrategy,
     HierarchicalCopyAllReduce,
@@ -26,9 +27,9 @@ from simdist.distribute import (
     ReductionToOneDevice,
     Strategy,
 )
-from simdist.lessons import Check, CheckFailed, tr
-from simdist.models import make_model
-from simdist.units import format_bytes
+from course.lessons import Check, CheckFailed, tr
+from simdist.training.models import make_model
+from simdist.hardware.units import format_bytes
 
 DIFFICULTY = {"split_batch": 1, "replica_step": 2, "predict_step_bytes": 2}
 

@@ -27,7 +27,7 @@ def split_batch(x, y, num_replicas):
       array of length 0 with the same trailing shape);
     - every example goes to exactly one replica, in its original order.
 
-    Write the rule yourself (``simdist.data.split_global_batch`` is the reference the check
+    Write the rule yourself (``simdist.distribute.input_lib.split_global_batch`` is the reference the check
     compares with).
     """
     raise NotImplementedError("exercise split_batch: cut the global batch into "
@@ -37,7 +37,7 @@ def split_batch(x, y, num_replicas):
 def replica_step(model, weights, x, y, global_batch_size):
     """Exercise 2 (★★): one replica's loss and gradients, scaled so that replicas add up right.
 
-    ``model`` is a simdist model (``simdist.models``): ``model.per_example_loss(weights, x,
+    ``model`` is a simdist model (``simdist.training.models``): ``model.per_example_loss(weights, x,
     y)`` is the loss of every example of this replica's batch (a numpy array, possibly of
     length 0), and ``model.gradients(weights, x, y, scale)`` is the gradient of ``scale *
     sum(per-example losses)`` (a dict like ``weights``). ``global_batch_size`` is the number

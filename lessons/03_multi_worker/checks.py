@@ -1,6 +1,6 @@
 """Lesson 03, Many machines: the checks that ``simdist check 03`` runs.
 
-The learner's TF_CONFIGs are parsed with ``simdist.cluster.TFConfig`` (TF's rules: a
+The learner's TF_CONFIGs are parsed with ``simdist.hardware.cluster.TFConfig`` (TF's rules: a
 "cluster" identical on every task, a "task" with a type and an int index) and then used: three
 simulated workers each create ``MultiWorkerMirroredStrategy(ctx, tf_config=...)`` from their
 own string, which refuses a TF_CONFIG that does not match the cluster, and train; they must end
@@ -16,16 +16,17 @@ import math
 import numpy as np
 
 from simdist import Hardware, HardwareCatalog, Layout, simulate
-from simdist.cluster import ClusterSpec, TFConfig
+from simdist.hardware.cluster import ClusterSpec, TFConfig
 from simdist.collectives import ReduceOp, formulas
-from simdist.data import classification
-from simdist.devices import SystemProfile
-from simdist.distribute import MultiWorkerMirroredStrategy, Strategy, simulate_exercise
-from simdist.errors import InvalidArgumentError
-from simdist.exercises import Exercise
-from simdist.lessons import Check, CheckFailed, tr
-from simdist.models import make_model
-from simdist.units import format_ns
+from simdist.training.data import classification
+from simdist.hardware.devices import SystemProfile
+from simdist.distribute import MultiWorkerMirroredStrategy, Strategy
+from simdist.training import simulate_exercise
+from simdist.base.errors import InvalidArgumentError
+from simdist.training.exercises import Exercise
+from course.lessons import Check, CheckFailed, tr
+from simdist.training.models import make_model
+from simdist.hardware.units import format_ns
 
 DIFFICULTY = {"tf_configs": 1, "is_chief": 2, "predict_step_ns": 3}
 
@@ -214,8 +215,8 @@ def verify_training(result, n: int) -> str:
                               f"(tolerance {TOLERANCE:g})",
                               tr("the strategy trains correctly with TF_CONFIGs that match the cluster",
                                  "只要 TF_CONFIG 与集群一致，策略就能正确训练"),
-                              tr("compare yours with simdist.cluster.tf_config_for_all_tasks",
-                                 "把你的结果与 simdist.cluster.tf_config_for_all_tasks 比较"))
+                              tr("compare yours with simdist.hardware.cluster.tf_config_for_all_tasks",
+                                 "把你的结果与 simdist.hardware.cluster.tf_config_for_all_tasks 比较"))
         worst = max(worst, diff)
     return f"{n} workers end within {worst:.1e} of one device's weights"
 
@@ -276,7 +277,7 @@ def tf_is_chief(cluster: dict, task_type: str, index) -> bool:
     read): a ValueError for a job tf.distribute does not know (TFJob's "master"); the chief
     job's task, and the evaluator (a chief of its own: it writes its own summaries); else
     worker 0 when there is no chief job. The index is read with ``int()``.
-    tests/test_lessons_sync.py checks this against real TF."""
+    tests/course/test_lessons_sync.py checks this against real TF."""
     unknown = sorted(set(cluster) - set(KNOWN_JOBS))
     if unknown:
         raise ValueError(f"Disallowed task type found in cluster spec: {unknown}")

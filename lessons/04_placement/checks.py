@@ -2,7 +2,7 @@
 
 Each check builds a small graph with the learner's code in ``simdist.graph`` and compares
 what the placer and the simulated run did with the rules of TF's placer. The real-TF half of
-the lesson (tests/test_lessons_tf1.py and the notebook) runs the same programs on real
+the lesson (tests/course/test_lessons_tf1.py and the notebook) runs the same programs on real
 TensorFlow and finds the same devices.
 """
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 
 import simdist.graph as sim
-from simdist.lessons import Check, CheckFailed, tr
+from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"split_devices": 1, "predict_placement": 2, "ordered_sum": 1, "gpu_plan": 2}
 

@@ -3,7 +3,7 @@
 They run the learner's code against simulated servers (``simdist.graph``): a story of counter
 clients on a {ps: 1, worker: 2} cluster whose values the learner predicts,
 replica_device_setter's choices, TF_CONFIG launching and an experiment that must start fresh
-and clean up after itself. tests/test_lessons_tf1.py runs the counter story and the ps
+and clean up after itself. tests/course/test_lessons_tf1.py runs the counter story and the ps
 assignment on real TensorFlow too and finds the same numbers.
 """
 
@@ -12,9 +12,9 @@ import json
 import numpy as np
 
 import simdist.graph as sim
-from simdist.cluster import ClusterSpec
-from simdist.graph.runtime import DEFAULT_CONTAINER
-from simdist.lessons import Check, CheckFailed, tr
+from simdist.hardware.cluster import ClusterSpec
+from simdist.graph._sim.runtime import DEFAULT_CONTAINER
+from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"predict_counters": 2, "predict_ps_tasks": 1, "server_from_tf_config": 1,
               "fresh_experiment": 2}
@@ -74,8 +74,8 @@ def sim_counter_story(story=STORY) -> dict:
 def real_counter_story(story=STORY, timeout: float = 120) -> dict:
     """The same story on real TF: a {ps: 1, worker: 2} cluster of real servers on free
     loopback ports, in a private network, and the clients in the same process."""
-    from realdist.loopback import PrivateNetwork
-    from realdist.tf1 import free_port, program_source, run_python
+    from realdist.runtime.loopback import PrivateNetwork
+    from realdist.graph.tf1 import free_port, program_source, run_python
 
     cluster = {"ps": [f"127.0.0.1:{free_port()}"],
                "worker": [f"127.0.0.1:{free_port()}" for _ in range(2)]}

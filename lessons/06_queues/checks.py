@@ -1,20 +1,20 @@
 """Lesson 06, Queues and input pipelines: the checks of ``simdist check 06``.
 
 They run the learner's code in the simulator (``simdist.graph``): the loader/trainer program
-of ``simdist.graph.input_pipeline`` with the learner's capacity and enqueue threads, a
+of ``simdist.training.input_pipeline`` with the learner's capacity and enqueue threads, a
 PaddingFIFOQueue's batches, and an ensemble of predictor clients (one of them slow) whose
 predictions the learner's aggregator client collects with ``simulate_clients``.
-tests/test_lessons_queues.py runs the padded batches on real TensorFlow too
+tests/course/test_lessons_queues.py runs the padded batches on real TensorFlow too
 (``real_padded_batch_shapes``) and finds the same shapes.
 """
 
 import numpy as np
 
 import simdist.graph as sim
-from simdist.cluster import ClusterSpec
-from simdist.graph.clients import current_client
-from simdist.graph.input_pipeline import loader_trainer
-from simdist.lessons import Check, CheckFailed, tr
+from simdist.hardware.cluster import ClusterSpec
+from simdist.graph._sim.clients import current_client
+from simdist.training.input_pipeline import loader_trainer
+from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"choose_pipeline": 2, "padded_batch_shape": 1, "aggregator": 3}
 
@@ -123,7 +123,7 @@ def check_padding(module):
 
 def real_padded_batch_shapes(cases=PADDING_CASES, timeout: float = 120) -> list:
     """The same batches on real TF (tf.compat.v1, graph mode, in a child process)."""
-    from realdist.tf1 import program_source, run_python
+    from realdist.graph.tf1 import program_source, run_python
 
     code = program_source(padded_batch) + (
         f"emit('shapes', [padded_batch(tf1, *case) for case in {list(cases)!r}])\n")

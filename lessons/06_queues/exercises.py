@@ -10,7 +10,7 @@ check cells of the notebook). ``tf`` is the TF module the caller passes in:
 def choose_pipeline():
     """Exercise 1 (★★): choose the queue's capacity and the number of enqueue threads.
 
-    ``simdist.graph.input_pipeline.loader_trainer(capacity, loader_threads, batch=2,
+    ``simdist.training.input_pipeline.loader_trainer(capacity, loader_threads, batch=2,
     steps=40)``: reads of 25 us that, one time in ten, stall for 775 us. Return
     ``(capacity, loader_threads)`` with which the trainer is starved less than 5% of the time
     (``starved_fraction < 0.05``), using the fewest loader threads, and with those the

@@ -2,7 +2,7 @@
 
 They run the learner's answers against the simulator (``simdist.graph``): the graph
 ``SyncReplicasOptimizer`` builds (its token ``Fill``), between-graph synchronous training with
-random stragglers (``simdist.graph.ps_training.train_on_ps``), and a ps that fails while the
+random stragglers (``simdist.training.ps_training.train_on_ps``), and a ps that fails while the
 chief saves checkpoints.
 """
 
@@ -11,8 +11,8 @@ import tempfile
 import numpy as np
 
 import simdist.graph as sim
-from simdist.graph.ps_training import train_on_ps
-from simdist.lessons import Check, CheckFailed, tr
+from simdist.training.ps_training import train_on_ps
+from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"tokens_per_step": 1, "choose_replicas_to_aggregate": 2, "resume_step": 2}
 

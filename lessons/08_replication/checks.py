@@ -8,9 +8,9 @@ two GPUs) for when a split pays. ``towers.py`` runs the in-graph program on real
 
 import functools
 
-from simdist.graph.ps_training import train_on_ps
-from simdist.graph.replication import in_graph_training, model_parallel
-from simdist.lessons import Check, CheckFailed, tr
+from simdist.training.ps_training import train_on_ps
+from simdist.training.replication import in_graph_training, model_parallel
+from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"clients_and_threads": 1, "averaging_device": 2, "split_pays": 2}
 

@@ -110,7 +110,7 @@ def real_towers(towers: int = 4, steps: int = 3, timeout: float = 120) -> TowerR
     (``ConfigProto.device_count``); devices and crossings from the last step's partition
     graphs (``RunOptions(output_partition_graphs=True)``); then ``averaging_devices``
     (graph only, in the same process: TensorFlow starts once)."""
-    from realdist.tf1 import program_source, run_python
+    from realdist.graph.tf1 import program_source, run_python
 
     code = (f"FEATURES = {FEATURES}\n" + program_source(tower_program)
             + program_source(averaging_devices)

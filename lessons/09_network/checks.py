@@ -1,7 +1,7 @@
 """Lesson 09, When the network saturates: the checks of ``simdist check 09``.
 
 Each runs between-graph training on the simulated cluster
-(``simdist.graph.ps_training.train_on_ps``) and measures what the learner predicted or
+(``simdist.training.ps_training.train_on_ps``) and measures what the learner predicted or
 decided: the bytes through a ps NIC per round of updates, the busiest ps NIC's load with the
 learner's number of ps tasks, and the gradients averaged per second with the learner's
 number of backup workers. A measurement is the same every time (the simulator is
@@ -10,8 +10,8 @@ deterministic), so each is made once per process.
 
 from functools import lru_cache
 
-from simdist.graph.ps_training import train_on_ps
-from simdist.lessons import Check, CheckFailed, tr
+from simdist.training.ps_training import train_on_ps
+from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"ps_nic_bytes": 1, "choose_ps_shards": 2, "backup_workers_for_throughput": 2}
 

@@ -12,13 +12,13 @@ from functools import lru_cache
 import numpy as np
 
 from simdist import simulate
-from simdist.distribute import simulate_exercise
+from simdist.training import simulate_exercise
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from simdist.distribute.server import InProcessCluster
 from simdist.distribute.sharded_variable import (FixedShardsPartitioner, MinSizePartitioner,
                                                  Partitioner)
-from simdist.exercises import Exercise
-from simdist.lessons import Check, CheckFailed, tr
+from simdist.training.exercises import Exercise
+from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"choose_partitioner": 2, "predict_function_runs": 1,
               "choose_steps_per_execution": 2}

@@ -1,6 +1,6 @@
 """Lesson 11, TPUs and TPUStrategy: the checks of ``simdist check 11``.
 
-Each runs TPUStrategy on a simulated TPU slice (``simdist.distribute.simulate_exercise``) and
+Each runs TPUStrategy on a simulated TPU slice (``simdist.training.simulate_exercise``) and
 measures what the learner predicted or decided: the bytes a chip sends over ICI in one
 all-reduce (from the all-reduce spans of the trace), the cores' utilization with the
 learner's ``steps_per_execution``, and which global batch sizes pass the static-shape rule. A
@@ -11,10 +11,10 @@ per process.
 import math
 from functools import lru_cache
 
-from simdist.distribute import simulate_exercise
-from simdist.errors import InvalidArgumentError
-from simdist.exercises import Exercise
-from simdist.lessons import Check, CheckFailed, tr
+from simdist.training import simulate_exercise
+from simdist.base.errors import InvalidArgumentError
+from simdist.training.exercises import Exercise
+from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"ici_bytes_per_chip": 1, "steps_per_execution_for_90_percent": 2,
               "batches_that_compile": 2}

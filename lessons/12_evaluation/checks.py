@@ -1,7 +1,7 @@
 """Lesson 12, Evaluation while training: the checks of ``simdist check 12``.
 
 Each trains TF2's parameter-server exercise on the simulated cluster and evaluates it in one
-of the four styles of ``simdist.distribute.evaluation`` (inline, distributed, exactly_once,
+of the four styles of ``simdist.training.evaluation`` (inline, distributed, exactly_once,
 sidecar), then measures what the learner predicted or decided: how often each evaluation
 example was counted after a worker failure, the style and shards that count each example
 once (and the function runs the trace shows), and which checkpoints a side-car evaluator
@@ -12,9 +12,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from simdist.distribute.evaluation import STYLES, simulate_evaluation
-from simdist.exercises import Exercise
-from simdist.lessons import Check, CheckFailed, tr
+from simdist.training.evaluation import STYLES, simulate_evaluation
+from simdist.training.exercises import Exercise
+from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"predict_eval_visits": 3, "choose_exactly_once": 2, "predict_sidecar": 2}
 

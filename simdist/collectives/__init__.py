@@ -12,14 +12,14 @@ closed forms in ``formulas``).
 
 from __future__ import annotations
 
-from .alltoall import all_to_all
-from .group import Collective, CollectiveError
-from .naive import broadcast, reduce
-from .ops import ReduceOp
-from .packing import pack, unpack
-from .registry import (ALGORITHMS, ALL_REDUCE, AllReduceAlgorithm, algorithm_named, all_reduce,
+from simdist.collectives.alltoall import all_to_all
+from simdist.collectives.group import Collective, CollectiveError
+from simdist.collectives.naive import broadcast, reduce
+from simdist.collectives.ops import ReduceOp
+from simdist.collectives.packing import pack, unpack
+from simdist.collectives.registry import (ALGORITHMS, ALL_REDUCE, AllReduceAlgorithm, algorithm_named, all_reduce,
                        all_reduce_time)
-from .ring import ring_all_gather, ring_reduce_scatter
+from simdist.collectives.ring import ring_all_gather, ring_reduce_scatter
 
 reduce_scatter = ring_reduce_scatter
 all_gather = ring_all_gather

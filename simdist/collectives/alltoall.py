@@ -3,8 +3,8 @@ expert routing of mixture-of-experts layers do). Sends go in a rotated order, r+
 
 from __future__ import annotations
 
-from .group import Collective, CollectiveError
-from .ops import check_value, copy
+from simdist.collectives.group import Collective, CollectiveError
+from simdist.collectives.ops import check_value, copy
 
 
 def all_to_all(ctx, members, blocks, device=None):

@@ -2,13 +2,13 @@
 
 In a run with ``simulate(..., fidelity="flow")`` (``simdist run ... --fidelity flow``),
 ``all_reduce`` over size-only values (``Phantom``) does not send the algorithm's messages:
-each member joins the call once, and the network (``simdist.flows``) runs each phase of the
+each member joins the call once, and the network (``simdist.sim.flows``) runs each phase of the
 algorithm as one flow: its time alone from the algorithm's closed form (``formulas.py``), its
 bytes through each member's NIC from the algorithm's traffic, and NIC contention from
 max-min fair sharing with the other flows running at the same time. Each member wakes once,
 when the call ends, and its trace shows one span per phase. The time of a call alone on the
 network equals the closed form, which the message mode matches within 1% where the closed
-form holds (tests/test_flow_fidelity.py); what costs p^2 events per step in message mode
+form holds (tests/collectives/test_flow_fidelity.py); what costs p^2 events per step in message mode
 costs about p here (1,024 workers: ~2 million messages a step against 1,024 joins).
 
 What flow mode does not model (the call falls back to messages where it would matter):
@@ -38,10 +38,10 @@ from __future__ import annotations
 import functools
 import math
 
-from ..flows import INTRA, NETWORK, FlowPhase
-from ..payloads import Phantom
-from .group import CollectiveError, member_address
-from .ops import ReduceOp, split_sizes
+from simdist.sim.flows import INTRA, NETWORK, FlowPhase
+from simdist.sim.payloads import Phantom
+from simdist.collectives.group import CollectiveError, member_address
+from simdist.collectives.ops import ReduceOp, split_sizes
 
 
 def flow_plan(record, orders: tuple, n: int, hardware, options: dict):
@@ -158,7 +158,7 @@ def _hierarchical(orders, machines, n, hardware, pieces=1, groups=None):
         down = tuple((o, INTRA, r, t) for o, _, t, r in up)
         phases.append(FlowPhase("reduce in the machine", reduce_ns, up))
     if m > 1:
-        from .formulas import ring
+        from simdist.collectives.formulas import ring
 
         leaders = [g[0] for g in local]
         phases += _ring(leaders, n, ring(m, n, net.latency_ns, net.bandwidth, pieces))

@@ -6,7 +6,7 @@ Communication Operations in MPICH" (IJHPCA 2005), and of Patarasuk and Yuan, "Ba
 optimal all-reduce algorithms for clusters of workstations" (JPDC 2009) for the ring, written
 for simdist's network: every member on its own machine, each NIC a FIFO per direction (so a
 root receiving from p-1 members serializes them), no reduction cost. They are checked against
-the simulator in tests/test_collectives.py (within 1%) and printed by
+the simulator in tests/collectives/test_collectives.py (within 1%) and printed by
 ``simdist bench allreduce-formulas``; each algorithm's record (``registry.py``) names its
 formula. Times are in ns; ``n`` is the value's size in bytes.
 """

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import TaskContext
-from ..errors import InvalidArgumentError
-from ..payloads import Phantom
-from .ops import ReduceOp, check_pieces, check_value, size_of
+from simdist.sim.context import TaskContext
+from simdist.base.errors import InvalidArgumentError
+from simdist.sim.payloads import Phantom
+from simdist.collectives.ops import ReduceOp, check_pieces, check_value, size_of
 
 LANE = "collective"
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .group import CollectiveError, member_address
-from .naive import broadcast, reduce
-from .ops import ReduceOp, check_pieces, check_value
-from .ring import ring_all_reduce
+from simdist.collectives.group import CollectiveError, member_address
+from simdist.collectives.naive import broadcast, reduce
+from simdist.collectives.ops import ReduceOp, check_pieces, check_value
+from simdist.collectives.ring import ring_all_reduce
 
 
 def machines_of(ctx, members) -> list[list]:

@@ -8,8 +8,8 @@ the root reduces and sends the result back to every member. The root's link carr
 
 from __future__ import annotations
 
-from .group import Collective, CollectiveError, begin, member_address
-from .ops import ReduceOp, check_value, copy
+from simdist.collectives.group import Collective, CollectiveError, begin, member_address
+from simdist.collectives.ops import ReduceOp, check_value, copy
 
 
 def _reduce(c: Collective, value, op: ReduceOp, root: int):

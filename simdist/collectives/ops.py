@@ -11,8 +11,8 @@ import enum
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from ..payloads import BUFFERS, Phantom
+from simdist.base.errors import InvalidArgumentError
+from simdist.sim.payloads import BUFFERS, Phantom
 
 
 class ReduceOp(enum.Enum):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from ..payloads import Phantom
+from simdist.base.errors import InvalidArgumentError
+from simdist.sim.payloads import Phantom
 
 
 def pack(tensors, num_packs: int = 1):

@@ -10,8 +10,8 @@ rotated order (member r starts with server r+1) so that servers are not all hit 
 
 from __future__ import annotations
 
-from .group import CollectiveError, begin
-from .ops import ReduceOp, copy, join, split
+from simdist.collectives.group import CollectiveError, begin
+from simdist.collectives.ops import ReduceOp, copy, join, split
 
 
 def ps_all_reduce(ctx, members, value, op=ReduceOp.SUM, num_ps: int = 1, device=None):

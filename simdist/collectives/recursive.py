@@ -12,8 +12,8 @@ Operations in MPICH", IJHPCA 2005).
 
 from __future__ import annotations
 
-from .group import Collective, begin
-from .ops import ReduceOp, copy, join, join_flat, resplit, split
+from simdist.collectives.group import Collective, begin
+from simdist.collectives.ops import ReduceOp, copy, join, join_flat, resplit, split
 
 
 def _fold_in(c: Collective, value, op: ReduceOp):

@@ -12,15 +12,15 @@ import inspect
 import math
 from typing import Callable, NamedTuple
 
-from ..errors import InvalidArgumentError
-from . import flow, formulas
-from .hierarchical import hierarchical_all_reduce
-from .naive import reduce_to_one_all_reduce
-from .ops import ReduceOp
-from .ps import ps_all_reduce
-from .recursive import halving_doubling_all_reduce, recursive_doubling_all_reduce
-from .ring import ring_all_reduce
-from .tree import binary_tree_all_reduce, double_binary_tree_all_reduce
+from simdist.base.errors import InvalidArgumentError
+from simdist.collectives import flow, formulas
+from simdist.collectives.hierarchical import hierarchical_all_reduce
+from simdist.collectives.naive import reduce_to_one_all_reduce
+from simdist.collectives.ops import ReduceOp
+from simdist.collectives.ps import ps_all_reduce
+from simdist.collectives.recursive import halving_doubling_all_reduce, recursive_doubling_all_reduce
+from simdist.collectives.ring import ring_all_reduce
+from simdist.collectives.tree import binary_tree_all_reduce, double_binary_tree_all_reduce
 
 #: the parameters every all-reduce function takes; the others are its options
 COMMON = ("ctx", "members", "value", "op", "device")

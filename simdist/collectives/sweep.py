@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..payloads import Phantom
-from ..units import format_bytes, format_ns
-from .formulas import bus_bandwidth
+from simdist.sim.payloads import Phantom
+from simdist.hardware.units import format_bytes, format_ns
+from simdist.collectives.formulas import bus_bandwidth
 
 #: 8 B to 256 MiB, every power of two
 DEFAULT_SIZES = tuple(2 ** k for k in range(3, 29))
@@ -43,10 +43,10 @@ def sweep(system: str = "cpu", p: int = 8, tasks_per_machine: int = 1, sizes=Non
     nccl-tests), system and tasks_per_machine. Algorithms that raise NotImplementedError
     are left out (named in ``notes``).
     """
-    from ..devices import Hardware, HardwareCatalog, Layout
-    from ..errors import InvalidArgumentError
-    from ..simulation import simulate
-    from .registry import ALGORITHMS, algorithm_named, all_reduce
+    from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
+    from simdist.base.errors import InvalidArgumentError
+    from simdist.sim.scheduler import simulate
+    from simdist.collectives.registry import ALGORITHMS, algorithm_named, all_reduce
 
     if not isinstance(p, int) or isinstance(p, bool) or p < 2:
         raise InvalidArgumentError(f"p must be an int >= 2 (an all-reduce over one task moves "
@@ -154,7 +154,7 @@ def plot_sweep(rows: list[dict], path=None, title: str | None = None, hardware=N
     from matplotlib.figure import Figure
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
-    from ..devices import Hardware, HardwareCatalog, Layout
+    from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
 
     if not rows:
         raise ValueError("plot_sweep: no rows to draw (every algorithm was skipped?)")

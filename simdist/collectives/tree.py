@@ -59,8 +59,8 @@ and every other member receives those very bytes.
 
 from __future__ import annotations
 
-from .group import Collective, begin
-from .ops import ReduceOp, copy, join, split
+from simdist.collectives.group import Collective, begin
+from simdist.collectives.ops import ReduceOp, copy, join, split
 
 
 def _children(i: int, size: int) -> list[int]:

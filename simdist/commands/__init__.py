@@ -1,6 +1,6 @@
 """The command layer: one module per ``simdist`` command that parses its own options.
 
-Each module has ``main(argv) -> int`` (the exit status); ``simdist/cli.py`` dispatches to it.
+Each module has ``main(argv) -> int`` (the exit status); ``simdist/commands/cli.py`` dispatches to it.
 The concept modules they drive (``compare``, ``lessons``, ``notebooks``,
 ``collectives.sweep``) compute, draw and check, and never parse arguments or exit.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import InvalidArgumentError, SimdistError
-from ..units import check_seconds
+from simdist.base.errors import InvalidArgumentError, SimdistError
+from simdist.hardware.units import check_seconds
 
 
 def option_type(parse):

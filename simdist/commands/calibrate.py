@@ -2,10 +2,10 @@
 
 By default it measures a plan of real-TF runs (``calibration_plan``: one process with one,
 two and four logical CPUs, one, two and four worker processes, two models at two batches
-each), fits the parameters of the step-time model (``simdist.calibration``) and
+each), fits the parameters of the step-time model (``simdist.calibration.fit``) and
 saves the profiles file, which ``simdist run ... --profiles-file FILE --profile calibrated``
 and ``simdist bench predict`` read. ``--from-csv TABLE`` fits the same parameters to a
-user's own table of measured times instead (``simdist.calibration_table``) and predicts the
+user's own table of measured times instead (``simdist.calibration.table``) and predicts the
 rows marked ``check`` or with no time, printing each error.
 """
 
@@ -17,12 +17,12 @@ import platform
 import sys
 from pathlib import Path
 
-from ..calibration import PARAMETERS, SYSTEM, Measurement, fit, predict, profile_document
-from ..errors import InvalidArgumentError
-from ..exercises import Exercise
-from ..files import check_output
-from . import reporting_errors
-from .real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, errors_table, label,
+from simdist.calibration.fit import PARAMETERS, SYSTEM, Measurement, fit, predict, profile_document
+from simdist.base.errors import InvalidArgumentError
+from simdist.training.exercises import Exercise
+from simdist.base.files import check_output
+from simdist.commands import reporting_errors
+from simdist.commands.real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, errors_table, label,
                            measure_real, runs_text)
 
 
@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "profile to trust)")
     parser.add_argument("--from-csv", metavar="TABLE", default=None,
                         help="fit your own table of measured times instead of measuring "
-                             "(columns: see simdist.calibration_table)")
+                             "(columns: see simdist.calibration.table)")
     return parser
 
 
@@ -125,7 +125,7 @@ def this_machine() -> str:
 
 
 def fit_with_progress(measurements):
-    from ..bench.scale import ProgressBar
+    from simdist.commands.bench.scale import ProgressBar
 
     bar = ProgressBar(1, stream=sys.stderr)
     bar.show("fitting: simulating the exercises", None)
@@ -162,7 +162,7 @@ def parameters_table(parameters: dict) -> str:
 
 
 def fit_table(args) -> int:
-    from ..calibration_table import read_table
+    from simdist.calibration.table import read_table
 
     rows = read_table(args.from_csv)
     used = [r for r in rows if r.split == "fit" and r.step_ns is not None]

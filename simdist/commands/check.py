@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import InvalidArgumentError
-from ..lesson_lang import LANGUAGES, language
-from ..lessons import (LessonError, all_lessons_status, format_progress, peek, print_checks,
+from simdist.base.errors import InvalidArgumentError
+from course.lang import LANGUAGES, language
+from course.lessons import (LessonError, all_lessons_status, format_progress, peek, print_checks,
                        repo_relative, solution_path, find_lesson)
 
 

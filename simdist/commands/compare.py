@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..compare import format_comparison, parity, plot_comparison
-from ..exercises import RunResult
-from ..files import check_output
-from . import reporting_errors
+from simdist.training.compare import format_comparison, parity, plot_comparison
+from simdist.training.exercises import RunResult
+from simdist.base.files import check_output
+from simdist.commands import reporting_errors
 
 
 def main(argv=None) -> int:

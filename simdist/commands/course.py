@@ -1,4 +1,4 @@
-"""``simdist course build`` and ``simdist course serve``: the course site (simdist/course.py)."""
+"""``simdist course build`` and ``simdist course serve``: the course site (course/site.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 import sys
 import time
 
-from ..errors import InvalidArgumentError
-from ..lessons import LessonError, find_lesson, repo_relative
+from simdist.base.errors import InvalidArgumentError
+from course.lessons import LessonError, find_lesson, repo_relative
 
 USAGE = "usage: simdist course build [NN ...] [options] | simdist course serve [options]"
 
@@ -24,7 +24,7 @@ def main(argv=None) -> int:
 def build(argv: list[str]) -> int:
     """``simdist course build``: 0 when every page is built from an executed notebook whose
     cells all ran; 1 when a cell raised; 2 on bad input."""
-    from ..course import build_course
+    from course.site import build_course
 
     parser = argparse.ArgumentParser(
         prog="simdist course build",
@@ -95,7 +95,7 @@ def serve(argv: list[str]) -> int:
     """``simdist course serve``: the site over http on 127.0.0.1 until Ctrl-C."""
     from pathlib import Path
 
-    from ..course import make_server
+    from course.site import make_server
 
     parser = argparse.ArgumentParser(
         prog="simdist course serve",

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import workspace as ws
-from ..errors import InvalidArgumentError
-from ..lessons import LessonError, find_lesson, lessons_dir, list_lessons, repo_relative
-from ..notebooks import editions, notebook_is_stale, notebook_path, write_notebook
+from course import workspace as ws
+from simdist.base.errors import InvalidArgumentError
+from course.lessons import LessonError, find_lesson, lessons_dir, list_lessons, repo_relative
+from course.notebooks import editions, notebook_is_stale, notebook_path, write_notebook
 
 USAGE = "usage: simdist lesson build [NN|--all] | simdist lesson start NN"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..collectives import sweep
-from ..devices import Hardware, HardwareCatalog, Layout
-from ..flows import FIDELITIES
-from ..units import format_bytes, format_ns, parse_sizes
-from . import option_type, reporting_errors
+from simdist.collectives import sweep
+from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
+from simdist.sim.flows import FIDELITIES
+from simdist.hardware.units import format_bytes, format_ns, parse_sizes
+from simdist.commands import option_type, reporting_errors
 
 
 def main(argv=None) -> int:

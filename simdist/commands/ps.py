@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..files import check_output
-from . import option_type, reporting_errors
+from simdist.base.files import check_output
+from simdist.commands import option_type, reporting_errors
 
 
 def _step_times(text: str) -> list[float]:
-    from ..errors import InvalidArgumentError
+    from simdist.base.errors import InvalidArgumentError
 
     try:
         times = [float(part) for part in text.split(",")]
@@ -33,7 +33,7 @@ def _step_times(text: str) -> list[float]:
 def _failure(text: str, unit: str = "us") -> tuple:
     """'ps:0,8000,2000' -> ("ps:0", 8000.0, 2000.0): the task, when it fails and how long
     it stays down, in ``unit`` ("us" here, "ms" for realdist ps)."""
-    from ..errors import InvalidArgumentError
+    from simdist.base.errors import InvalidArgumentError
 
     parts = text.rsplit(",", 2)
     try:
@@ -97,8 +97,8 @@ def main(argv=None) -> int:
 
 
 def _train(args) -> int:
-    from ..graph.ps_training import plot_ps_training, train_on_ps
-    from ..plots import plot_timeline
+    from simdist.training.ps_training import plot_ps_training, train_on_ps
+    from simdist.trace.plots import plot_timeline
 
     check_output(args.plot, "--plot", ".png")
     check_output(args.timeline, "--timeline", ".png")

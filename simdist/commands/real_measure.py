@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bench.scale import ProgressBar
-from ..calibration import Measurement
-from ..errors import InvalidArgumentError, UnavailableError
+from simdist.commands.bench.scale import ProgressBar
+from simdist.calibration.fit import Measurement
+from simdist.base.errors import InvalidArgumentError, UnavailableError
 
 #: where simdist calibrate writes the profile, and simdist bench predict reads it
 DEFAULT_OUTPUT = "out/calibrated.json"
@@ -25,7 +25,7 @@ DEFAULT_OUTPUT = "out/calibrated.json"
 SIZES = {"default": (1,), "one_device": (1,), "mirrored": (1, 2, 4),
          "central_storage": (1, 2, 4), "multi_worker_mirrored": (1, 2, 4)}
 
-#: steps realdist measure leaves out of each run (realdist.measure.SKIP_STEPS), and the
+#: steps realdist measure leaves out of each run (realdist.calibration.measure.SKIP_STEPS), and the
 #: fewest a run needs
 SKIPPED_STEPS = 5
 MIN_STEPS = SKIPPED_STEPS + 3
@@ -49,7 +49,7 @@ EXTRA_RUNS = 0
 
 def add_measure_options(parser, what: str) -> None:
     """--steps, --repeat, --extra and --timeout, the same for every command that measures."""
-    from . import option_type, timeout_seconds, whole_number, whole_number_or_zero
+    from simdist.commands import option_type, timeout_seconds, whole_number, whole_number_or_zero
 
     parser.add_argument("--steps", type=option_type(check_steps), default=100,
                         help=f"training steps per run of each {what}; the first "

@@ -1,7 +1,7 @@
 """``simdist run``'s limits on the command line: ``--max-events``, ``--max-sim-time`` and the
 wall-clock ``--timeout``, with sane defaults, so that no run goes on for hours unasked.
 
-The simulator checks the limits once per time window (``simdist.limits``); the wall clock is
+The simulator checks the limits once per time window (``simdist.sim.limits``); the wall clock is
 read here, in the command layer, never by the simulator. A task whose own code never yields
 (or that loops at one simulated instant) never reaches the end of its window, so a timer
 thread backs the check up: it interrupts the run shortly after the timeout. A run whose size
@@ -17,10 +17,10 @@ import signal
 import threading
 import time
 
-from ..errors import DeadlineExceededError, InvalidArgumentError, ResourceExhaustedError
-from ..limits import RunLimits, estimated_minutes
-from ..units import parse_quantity
-from . import option_type, timeout_seconds, whole_number
+from simdist.base.errors import DeadlineExceededError, InvalidArgumentError, ResourceExhaustedError
+from simdist.sim.limits import RunLimits, estimated_minutes
+from simdist.hardware.units import parse_quantity
+from simdist.commands import option_type, timeout_seconds, whole_number
 
 #: the defaults: 10 million events (about 8 minutes on one core), one simulated day, an hour
 MAX_EVENTS = 10_000_000

@@ -8,26 +8,25 @@ The names and semantics mirror ``tf.distribute``: ``Strategy`` (the default stra
 ``ParameterServerStrategy`` with its ``ClusterCoordinator`` and ``RemoteValue``, the
 partitioners and ``ShardedVariable``, on an ``InProcessCluster`` of servers. ``TPUStrategy`` on
 a simulated TPU slice (host loop, ICI torus, static shapes). ``STRATEGIES`` holds one
-record per strategy an exercise can name; ``simulate_exercise`` runs a whole training exercise
-and returns its ``RunResult``.
+record per strategy an exercise can name (``simdist.training.simulate_exercise`` runs a
+whole training exercise with one).
 """
 
-from ..collectives import ReduceOp
-from .cross_device_ops import (CollectiveAllReduce, CommunicationImplementation,
+from simdist.collectives import ReduceOp
+from simdist.distribute.cross_device_ops import (CollectiveAllReduce, CommunicationImplementation,
                                CommunicationOptions, CrossDeviceOps, HierarchicalCopyAllReduce,
                                NcclAllReduce, ReductionToOneDevice)
-from .cluster_coordinator import ClusterCoordinator, RemoteValue
-from .exercise import make_strategy, simulate_exercise
-from .parameter_server_strategy import ParameterServerStrategy
-from .registry import STRATEGIES, StrategyRecord, strategy_named
-from .strategy import (CentralStorageStrategy, DistributedBatch, InputContext, MirroredStrategy,
+from simdist.distribute.cluster_coordinator import ClusterCoordinator, RemoteValue
+from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
+from simdist.distribute.registry import STRATEGIES, StrategyRecord, strategy_named
+from simdist.distribute.strategy import (CentralStorageStrategy, DistributedBatch, InputContext, MirroredStrategy,
                        MultiWorkerMirroredStrategy, OneDeviceStrategy, Strategy,
                        compute_average_loss)
-from .server import InProcessCluster, SimpleClusterResolver
-from .tpu_strategy import TPUStrategy
-from .sharded_variable import (FixedShardsPartitioner, IndexedSlices, MaxSizePartitioner,
+from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
+from simdist.distribute.tpu_strategy import TPUStrategy
+from simdist.distribute.sharded_variable import (FixedShardsPartitioner, IndexedSlices, MaxSizePartitioner,
                                MinSizePartitioner, ShardedVariable)
-from .values import Mirrored, MirroredVariable, PerReplica
+from simdist.distribute.values import Mirrored, MirroredVariable, PerReplica
 
 __all__ = ["CentralStorageStrategy", "ClusterCoordinator", "CollectiveAllReduce",
            "CommunicationImplementation", "CommunicationOptions", "CrossDeviceOps",
@@ -37,5 +36,4 @@ __all__ = ["CentralStorageStrategy", "ClusterCoordinator", "CollectiveAllReduce"
            "MultiWorkerMirroredStrategy", "NcclAllReduce", "OneDeviceStrategy",
            "ParameterServerStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
            "RemoteValue", "STRATEGIES", "ShardedVariable", "SimpleClusterResolver", "Strategy",
-           "StrategyRecord", "TPUStrategy", "compute_average_loss", "make_strategy",
-           "simulate_exercise", "strategy_named"]
+           "StrategyRecord", "TPUStrategy", "compute_average_loss", "strategy_named"]

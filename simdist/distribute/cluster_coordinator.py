@@ -30,12 +30,12 @@ from collections import deque
 
 import numpy as np
 
-from ..core import Interrupt
-from ..errors import CancelledError, InvalidArgumentError, OutOfRangeError, brief
-from ..payloads import Phantom
-from .parameter_server_strategy import ParameterServerStrategy
-from .server import RPC_BYTES
-from .strategy import InputContext
+from simdist.sim.core import Interrupt
+from simdist.base.errors import CancelledError, InvalidArgumentError, OutOfRangeError, brief
+from simdist.sim.payloads import Phantom
+from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
+from simdist.distribute.server import RPC_BYTES
+from simdist.distribute.strategy import InputContext
 
 #: the coordinator's own time per function (Python, serialization, the RPC's start): about
 #: what TF's coordinator spends per small closure on a CPU host

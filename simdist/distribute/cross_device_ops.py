@@ -20,8 +20,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ..collectives import ReduceOp, all_reduce, pack, unpack
-from ..errors import InvalidArgumentError
+from simdist.collectives import ReduceOp, all_reduce, pack, unpack
+from simdist.base.errors import InvalidArgumentError
 
 
 class CommunicationImplementation(enum.Enum):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..errors import InvalidArgumentError, brief
-from ..units import parse_quantity
+from simdist.base.errors import InvalidArgumentError, brief
+from simdist.hardware.units import parse_quantity
 
 
 class Failure(NamedTuple):

@@ -22,9 +22,9 @@ import contextlib
 
 import numpy as np
 
-from ..errors import FailedPreconditionError, InvalidArgumentError, brief
-from .server import InProcessCluster, SimpleClusterResolver
-from .sharded_variable import (IndexedSlices, Partitioner, ShardedVariable, Variable,
+from simdist.base.errors import FailedPreconditionError, InvalidArgumentError, brief
+from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
+from simdist.distribute.sharded_variable import (IndexedSlices, Partitioner, ShardedVariable, Variable,
                                num_shards, shard_offsets)
 
 

@@ -1,7 +1,7 @@
 """The tf.distribute strategies an exercise can use, by name: one record each.
 
-The exercise spec (``simdist.exercises``) reads a record for its choices, replica count and
-defaults; ``simdist run NAME`` makes one program per record (``simdist.programs.sync``);
+The exercise spec (``simdist.training.exercises``) reads a record for its choices, replica count and
+defaults; ``simdist run NAME`` makes one program per record (``simdist.training.programs.sync``);
 ``simulate_exercise`` builds the simulated strategy with ``make``; ``realdist`` runs the
 exercise on real TensorFlow with the function ``realdist`` names (a dotted name, so that
 simdist never imports TensorFlow or realdist). Adding a strategy touches its class
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ..errors import InvalidArgumentError
-from .cross_device_ops import (CROSS_DEVICE_OPS, CommunicationImplementation,
+from simdist.base.errors import InvalidArgumentError
+from simdist.distribute.cross_device_ops import (CROSS_DEVICE_OPS, CommunicationImplementation,
                                CommunicationOptions)
-from .parameter_server_strategy import ParameterServerStrategy
-from .server import InProcessCluster
-from .tpu_strategy import TPUStrategy
-from .strategy import (CentralStorageStrategy, MirroredStrategy, MultiWorkerMirroredStrategy,
+from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
+from simdist.distribute.server import InProcessCluster
+from simdist.distribute.tpu_strategy import TPUStrategy
+from simdist.distribute.strategy import (CentralStorageStrategy, MirroredStrategy, MultiWorkerMirroredStrategy,
                        OneDeviceStrategy, Strategy)
 
 
@@ -37,7 +37,7 @@ class StrategyRecord(NamedTuple):
     asynchronous: bool = False  # workers step on their own (num_replicas_in_sync is 1)
     #: the module of its training program: cluster_and_layout(exercise), make_main(exercise)
     #: (every task's main for one run), to_run_result and simulate_exercise
-    program: str = "simdist.distribute.exercise"
+    program: str = "simdist.training.sync_loop"
     default_hardware: str = "cpu"  # the hardware profile when --profile is not given
 
 
@@ -57,40 +57,40 @@ STRATEGIES = {record.name: record for record in (
     StrategyRecord(
         "default", "tf.distribute.Strategy",
         "the default strategy: one replica, no distribution",
-        lambda ctx, exercise: Strategy(ctx), "realdist.strategies:default",
+        lambda ctx, exercise: Strategy(ctx), "realdist.distribute.strategies:default",
         single_replica=True),
     StrategyRecord(
         "one_device", "tf.distribute.OneDeviceStrategy",
         "OneDeviceStrategy: every op on one device",
-        lambda ctx, exercise: OneDeviceStrategy(ctx, 0), "realdist.strategies:one_device",
+        lambda ctx, exercise: OneDeviceStrategy(ctx, 0), "realdist.distribute.strategies:one_device",
         single_replica=True),
     StrategyRecord(
         "mirrored", "tf.distribute.MirroredStrategy",
         "MirroredStrategy: a replica per device of one machine, all-reduce",
-        _mirrored, "realdist.strategies:mirrored"),
+        _mirrored, "realdist.distribute.strategies:mirrored"),
     StrategyRecord(
         "central_storage", "tf.distribute.experimental.CentralStorageStrategy",
         "CentralStorageStrategy: variables on the host CPU, compute on devices",
         lambda ctx, exercise: CentralStorageStrategy(ctx, range(exercise.devices_per_worker)),
-        "realdist.strategies:central_storage"),
+        "realdist.distribute.strategies:central_storage"),
     StrategyRecord(
         "multi_worker_mirrored", "tf.distribute.MultiWorkerMirroredStrategy",
         "MultiWorkerMirroredStrategy: replicas on several workers",
-        _multi_worker_mirrored, "realdist.multiworker:run_multi_worker",
+        _multi_worker_mirrored, "realdist.distribute.multiworker:run_multi_worker",
         multi_worker=True, default_workers=2, default_replicas=1),
     StrategyRecord(
         "parameter_server", "tf.distribute.experimental.ParameterServerStrategy",
         "ParameterServerStrategy: variables on ps tasks, a ClusterCoordinator, async workers",
         lambda ctx, exercise: ParameterServerStrategy(ctx, InProcessCluster().resolver(ctx)),
-        "realdist.parameter_server:run_parameter_server", multi_worker=True,
+        "realdist.distribute.parameter_server:run_parameter_server", multi_worker=True,
         single_replica=True, default_workers=2, default_replicas=1, asynchronous=True,
-        program="simdist.distribute.ps_exercise"),
+        program="simdist.training.ps_loop"),
     StrategyRecord(
         "tpu", "tf.distribute.TPUStrategy",
         "TPUStrategy: a replica per core of a TPU slice, steps_per_execution steps per dispatch",
         lambda ctx, exercise: TPUStrategy(ctx, exercise.steps_per_execution),
-        "realdist.strategies:tpu", default_replicas=8,
-        program="simdist.distribute.tpu_exercise", default_hardware="tpu-v3"),
+        "realdist.distribute.strategies:tpu", default_replicas=8,
+        program="simdist.training.tpu_loop", default_hardware="tpu-v3"),
 )}
 
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cluster import ClusterSpec
-from ..context import HOST
-from ..errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
-from ..payloads import Phantom
+from simdist.hardware.cluster import ClusterSpec
+from simdist.sim.context import HOST
+from simdist.base.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
+from simdist.sim.payloads import Phantom
 
 #: the bytes of a request's header (a function call's RPC, without its tensors)
 RPC_BYTES = 64

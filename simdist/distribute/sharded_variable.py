@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, brief, stricter_than_tf
+from simdist.base.errors import InvalidArgumentError, brief, stricter_than_tf
 
 
 def _positive(cls, what: str, value) -> None:

@@ -22,15 +22,15 @@ import json
 
 import numpy as np
 
-from ..cluster import TFConfig
-from ..collectives import ReduceOp
-from ..context import HOST
-from ..data import split_bounds
-from ..errors import InvalidArgumentError
-from ..payloads import Phantom
-from .cross_device_ops import (CollectiveAllReduce, CommunicationOptions,
+from simdist.hardware.cluster import TFConfig
+from simdist.collectives import ReduceOp
+from simdist.sim.context import HOST
+from simdist.distribute.input_lib import split_bounds
+from simdist.base.errors import InvalidArgumentError
+from simdist.sim.payloads import Phantom
+from simdist.distribute.cross_device_ops import (CollectiveAllReduce, CommunicationOptions,
                                CrossDeviceOps, choose_the_best)
-from .values import Mirrored, MirroredVariable, PerReplica, local_value, regroup
+from simdist.distribute.values import Mirrored, MirroredVariable, PerReplica, local_value, regroup
 
 
 class InputContext:
@@ -84,7 +84,7 @@ class Strategy:
         if isinstance(device, (int, np.integer)) and not isinstance(device, bool):
             self.ctx.device(int(device))  # checks the range
             return int(device)
-        from ..device_spec import DeviceSpec
+        from simdist.hardware.device_spec import DeviceSpec
 
         spec = DeviceSpec.from_string(str(device))
         kind = self.ctx.hardware.device.device_type
@@ -149,7 +149,7 @@ class Strategy:
 
     def experimental_distribute_dataset(self, batches):
         """Each global batch (x, y) cut into per-replica batches as TF does
-        (``simdist.data.split_global_batch``); yields ``PerReplica`` (x, y) pairs, with the
+        (``simdist.distribute.input_lib.split_global_batch``); yields ``PerReplica`` (x, y) pairs, with the
         global batch size of the step as ``.global_batch_size``."""
         workers, me, local = self._num_workers(), self._worker_index(), len(self._devices)
         for x, y in batches:

@@ -24,10 +24,10 @@ import math
 
 import numpy as np
 
-from ..collectives import ReduceOp, formulas
-from ..errors import InvalidArgumentError
-from .strategy import DistributedBatch, Strategy, _flatten
-from .values import Mirrored
+from simdist.collectives import ReduceOp, formulas
+from simdist.base.errors import InvalidArgumentError
+from simdist.distribute.strategy import DistributedBatch, Strategy, _flatten
+from simdist.distribute.values import Mirrored
 
 #: TensorCores per chip (TPU v2, v3, v4: two)
 CORES_PER_CHIP = 2

@@ -13,18 +13,18 @@ follow tf.compat.v1; nothing here imports TensorFlow.
 
 from types import SimpleNamespace
 
-from .. import errors as _errors
-from ..cluster import ClusterSpec
-from ..device_spec import DeviceSpec
-from .config import ConfigProto, GPUOptions
-from .device_setter import (
+from simdist.base import errors as _errors
+from simdist.hardware.cluster import ClusterSpec
+from simdist.hardware.device_spec import DeviceSpec
+from simdist.graph.config import ConfigProto, GPUOptions
+from simdist.graph.device_setter import (
     GreedyLoadBalancingStrategy,
     byte_size_load_fn,
     replica_device_setter,
 )
-from .dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64, resource
-from .gradients import gradients
-from .graph import (
+from simdist.graph.dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64, resource
+from simdist.graph.gradients import gradients
+from simdist.graph.graph import (
     Graph,
     Operation,
     Tensor,
@@ -38,8 +38,8 @@ from .graph import (
     name_scope,
     reset_default_graph,
 )
-from .indexed_slices import IndexedSlices, IndexedSlicesValue
-from .array_ops import (
+from simdist.graph.indexed_slices import IndexedSlices, IndexedSlicesValue
+from simdist.graph.array_ops import (
     constant,
     convert_to_tensor,
     embedding_lookup,
@@ -52,18 +52,18 @@ from .array_ops import (
     zeros,
     zeros_like,
 )
-from .accumulator import ConditionalAccumulator, SparseConditionalAccumulator
-from .control_flow_ops import group, no_op
-from .coordinator import Coordinator
-from .dataset_ops import Dataset, Iterator, make_one_shot_iterator
-from .data_flow_ops import (
+from simdist.graph.accumulator import ConditionalAccumulator, SparseConditionalAccumulator
+from simdist.graph.control_flow_ops import group, no_op
+from simdist.graph.coordinator import Coordinator
+from simdist.graph.dataset_ops import Dataset, Iterator, make_one_shot_iterator
+from simdist.graph.data_flow_ops import (
     FIFOQueue,
     PaddingFIFOQueue,
     PriorityQueue,
     QueueBase,
     RandomShuffleQueue,
 )
-from .math_ops import (
+from simdist.graph.math_ops import (
     add,
     add_n,
     argmax,
@@ -79,13 +79,13 @@ from .math_ops import (
     square,
     subtract,
 )
-from .nn_ops import (
+from simdist.graph.nn_ops import (
     relu,
     softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
-from .optimizers import (
+from simdist.graph.optimizers import (
     AdamOptimizer,
     GradientDescentOptimizer,
     MomentumOptimizer,
@@ -94,20 +94,20 @@ from .optimizers import (
     get_global_step,
     get_or_create_global_step,
 )
-from .io_ops import read_record
-from .basic_session_run_hooks import CheckpointSaverHook, StopAtStepHook
-from .saver import Saver, get_checkpoint_state, latest_checkpoint
-from .monitored_session import MonitoredSession, MonitoredTrainingSession
-from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
-from .sync_replicas_optimizer import SyncReplicasOptimizer
-from .script_ops import timed_py_func
-from .placement import parse_placement_log
-from .queue_runner import QueueRunner, add_queue_runner, start_queue_runners
-from .runtime import Machine
-from .clients import simulate_clients
-from .server import Server, running_servers, stop_all_servers
-from .session import Session, get_default_session
-from .variables import (
+from simdist.graph.io_ops import read_record
+from simdist.graph.basic_session_run_hooks import CheckpointSaverHook, StopAtStepHook
+from simdist.graph.saver import Saver, get_checkpoint_state, latest_checkpoint
+from simdist.graph.monitored_session import MonitoredSession, MonitoredTrainingSession
+from simdist.graph.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+from simdist.graph.sync_replicas_optimizer import SyncReplicasOptimizer
+from simdist.graph.script_ops import timed_py_func
+from simdist.graph.placement import parse_placement_log
+from simdist.graph.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
+from simdist.graph._sim.runtime import Machine
+from simdist.graph._sim.clients import simulate_clients
+from simdist.graph.server import Server, running_servers, stop_all_servers
+from simdist.graph.session import Session, get_default_session
+from simdist.graph.variables import (
     AUTO_REUSE,
     Variable,
     assign,

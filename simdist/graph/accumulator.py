@@ -20,14 +20,14 @@ from collections import deque
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .array_ops import convert_to_tensor
-from .dtypes import as_dtype, int32, int64
-from .graph import create_op, format_shape, get_default_graph
-from .indexed_slices import IndexedSlices
-from .math_ops import cast
-from .registry import NOT_DIFFERENTIABLE, no_flops, register
-from .variables import resource_key
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.array_ops import convert_to_tensor
+from simdist.graph.dtypes import as_dtype, int32, int64
+from simdist.graph.graph import create_op, format_shape, get_default_graph
+from simdist.graph.indexed_slices import IndexedSlices
+from simdist.graph.math_ops import cast
+from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
+from simdist.graph.variables import resource_key
 
 RESOURCE = "resource"
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .dtypes import as_dtype, dtype_of, float32
-from .graph import Operation, Tensor, create_op, format_shape
-from .indexed_slices import IndexedSlices
-from .registry import ANY_TYPE, NO_GRADIENT, NOT_DIFFERENTIABLE, no_flops, numpy_kernel, register
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.dtypes import as_dtype, dtype_of, float32
+from simdist.graph.graph import Operation, Tensor, create_op, format_shape
+from simdist.graph.indexed_slices import IndexedSlices
+from simdist.graph.registry import ANY_TYPE, NO_GRADIENT, NOT_DIFFERENTIABLE, no_flops, numpy_kernel, register
 
 
 def convert_to_tensor(value, dtype=None, name=None) -> Tensor:
@@ -164,7 +164,7 @@ def gather(params, indices, name=None) -> Tensor:
 def embedding_lookup(params, ids, name=None) -> Tensor:
     """tf.nn.embedding_lookup of one params tensor: a gather placed with the params, as TF
     does (``colocate_with(params)``), so only the rows looked up leave a parameter server."""
-    from .graph import get_default_graph
+    from simdist.graph.graph import get_default_graph
 
     anchor = params if isinstance(params, Operation) else getattr(params, "op", None)
     if anchor is None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..errors import InvalidArgumentError
-from .optimizers import get_global_step
-from .session_run_hook import SessionRunArgs, SessionRunHook
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.optimizers import get_global_step
+from simdist.graph.session_run_hook import SessionRunArgs, SessionRunHook
 
 
 class StopAtStepHook(SessionRunHook):
@@ -61,7 +61,7 @@ class CheckpointSaverHook(SessionRunHook):
         self.saved: list = []  # the checkpoints this hook wrote (prefixes)
 
     def begin(self):
-        from .saver import Saver
+        from simdist.graph.saver import Saver
 
         self._global_step = get_global_step()
         if self._global_step is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import InvalidArgumentError
+from simdist.base.errors import InvalidArgumentError
 
 
 @dataclass

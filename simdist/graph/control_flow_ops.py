@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..errors import InvalidArgumentError
-from .graph import Operation, Tensor, create_op, get_default_graph
-from .registry import ANY_TYPE, NOT_DIFFERENTIABLE, no_flops, register
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.graph import Operation, Tensor, create_op, get_default_graph
+from simdist.graph.registry import ANY_TYPE, NOT_DIFFERENTIABLE, no_flops, register
 
 
 def no_op(name=None) -> Operation:

@@ -9,8 +9,8 @@ an exception passed to ``request_stop`` is raised again by ``join``, as TF does.
 
 from __future__ import annotations
 
-from ..errors import InvalidArgumentError, OutOfRangeError
-from .clients import current_client
+from simdist.base.errors import InvalidArgumentError, OutOfRangeError
+from simdist.graph._sim.clients import current_client
 
 
 class Coordinator:

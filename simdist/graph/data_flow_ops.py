@@ -5,7 +5,7 @@ A queue is a resource in the resource container of the task that holds its devic
 variable is), made by its queue op (``FIFOQueueV2``...) when a run first needs it and shared
 under its ``shared_name`` by every session of the cluster. Its ops (enqueue, dequeue...)
 are colocated with it. ``dequeue`` on an empty queue and ``enqueue`` on a full one block in
-simulated time (their kernels wait on a ``simdist.resources.Store``) while other ops,
+simulated time (their kernels wait on a ``simdist.sim.resources.Store``) while other ops,
 sessions and tasks go on; a closed queue's errors, the session's ``operation_timeout_in_ms``
 and the shared-queue checks raise TF's error classes with TF's messages. Each change of a
 queue's size is a counter in the trace ("queue NAME"), so occupancy can be plotted.
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CancelledError, InvalidArgumentError, OutOfRangeError
-from ..resources import Store
-from .array_ops import convert_to_tensor
-from .dtypes import as_dtype, int32, int64
-from .graph import Tensor, create_op, format_shape, get_default_graph
-from .registry import NOT_DIFFERENTIABLE, no_flops, register
-from .variables import resource_key
+from simdist.base.errors import CancelledError, InvalidArgumentError, OutOfRangeError
+from simdist.sim.resources import Store
+from simdist.graph.array_ops import convert_to_tensor
+from simdist.graph.dtypes import as_dtype, int32, int64
+from simdist.graph.graph import Tensor, create_op, format_shape, get_default_graph
+from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
+from simdist.graph.variables import resource_key
 
 RESOURCE = "resource"
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, OutOfRangeError
-from ..resources import Store
-from .dtypes import dtype_of
-from .graph import create_op
-from .registry import NOT_DIFFERENTIABLE, no_flops, register
+from simdist.base.errors import InvalidArgumentError, OutOfRangeError
+from simdist.sim.resources import Store
+from simdist.graph.dtypes import dtype_of
+from simdist.graph.graph import create_op
+from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
 
 LANE = "tf.data"
 
@@ -316,7 +316,7 @@ class Iterator:
                                    {"dataset": dataset}, "OneShotIterator").outputs[0]
 
     def get_next(self, name=None):
-        from .graph import get_default_graph
+        from simdist.graph.graph import get_default_graph
 
         with get_default_graph().colocate_with(self._resource.op):
             op = create_op("IteratorGetNext", [self._resource],

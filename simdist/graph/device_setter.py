@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cluster import ClusterSpec
-from ..device_spec import DeviceSpec
-from ..errors import InvalidArgumentError
-from .dtypes import as_dtype
+from simdist.hardware.cluster import ClusterSpec
+from simdist.hardware.device_spec import DeviceSpec
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.dtypes import as_dtype
 
 STANDARD_PS_OPS = ("Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable",
                    "MutableHashTableV2", "MutableHashTableOfTensors",

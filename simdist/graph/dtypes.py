@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from simdist.base.errors import InvalidArgumentError
 
 
 class DType:

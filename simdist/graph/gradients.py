@@ -8,12 +8,12 @@ one tensor are concatenated, so duplicate indices stay and are summed when appli
 
 from __future__ import annotations
 
-from ..errors import InvalidArgumentError
-from .array_ops import concat_rows, convert_to_tensor, ones_like, zeros_like
-from .graph import Tensor, get_default_graph
-from .indexed_slices import IndexedSlices
-from .math_ops import add_n
-from .registry import gradient_function
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.array_ops import concat_rows, convert_to_tensor, ones_like, zeros_like
+from simdist.graph.graph import Tensor, get_default_graph
+from simdist.graph.indexed_slices import IndexedSlices
+from simdist.graph.math_ops import add_n
+from simdist.graph.registry import gradient_function
 
 
 def _aggregate(grads: list):

@@ -15,9 +15,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..device_spec import DeviceSpec
-from ..errors import InvalidArgumentError, NotFoundError
-from .dtypes import DType, as_dtype
+from simdist.hardware.device_spec import DeviceSpec
+from simdist.base.errors import InvalidArgumentError, NotFoundError
+from simdist.graph.dtypes import DType, as_dtype
 
 _NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
 
@@ -58,39 +58,39 @@ class Tensor:
 
     # operators, as tf.Tensor overloads them (and names their ops: "add", "mul"...)
     def __add__(self, other):
-        from . import math_ops
+        from simdist.graph import math_ops
         return math_ops.add(self, other, name="add")
 
     def __radd__(self, other):
-        from . import math_ops
+        from simdist.graph import math_ops
         return math_ops.add(other, self, name="add")
 
     def __sub__(self, other):
-        from . import math_ops
+        from simdist.graph import math_ops
         return math_ops.subtract(self, other, name="sub")
 
     def __rsub__(self, other):
-        from . import math_ops
+        from simdist.graph import math_ops
         return math_ops.subtract(other, self, name="sub")
 
     def __mul__(self, other):
-        from . import math_ops
+        from simdist.graph import math_ops
         return math_ops.multiply(self, other, name="mul")
 
     def __rmul__(self, other):
-        from . import math_ops
+        from simdist.graph import math_ops
         return math_ops.multiply(other, self, name="mul")
 
     def __truediv__(self, other):
-        from . import math_ops
+        from simdist.graph import math_ops
         return math_ops.divide(self, other, name="truediv")
 
     def __matmul__(self, other):
-        from . import math_ops
+        from simdist.graph import math_ops
         return math_ops.matmul(self, other, name="matmul")
 
     def __neg__(self):
-        from . import math_ops
+        from simdist.graph import math_ops
         return math_ops.negative(self)
 
     __hash__ = object.__hash__
@@ -157,7 +157,7 @@ class Operation:
         return self.attrs
 
     def run(self, feed_dict=None, session=None):
-        from .session import get_default_session
+        from simdist.graph.session import get_default_session
         (session or get_default_session()).run(self, feed_dict)
 
     def __repr__(self):

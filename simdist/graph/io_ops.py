@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .dtypes import float32
-from .graph import create_op
-from .registry import NOT_DIFFERENTIABLE, no_flops, register
-from .script_ops import op_rng
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.dtypes import float32
+from simdist.graph.graph import create_op
+from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
+from simdist.graph.script_ops import op_rng
 
 
 def read_record(size: int, read_us: float, seed: int, stall_us: float = 0.0,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .array_ops import convert_to_tensor, unary_op
-from .dtypes import as_dtype, int64
-from .graph import Operation, Tensor, create_op, format_shape
-from .registry import ANY_TYPE, NO_GRADIENT, NOT_DIFFERENTIABLE, numpy_kernel, register
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.array_ops import convert_to_tensor, unary_op
+from simdist.graph.dtypes import as_dtype, int64
+from simdist.graph.graph import Operation, Tensor, create_op, format_shape
+from simdist.graph.registry import ANY_TYPE, NO_GRADIENT, NOT_DIFFERENTIABLE, numpy_kernel, register
 
 
 def _pair(x, y):

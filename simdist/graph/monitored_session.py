@@ -28,7 +28,7 @@ and the recreation of a session after a task fails.
 
 from __future__ import annotations
 
-from ..errors import (
+from simdist.base.errors import (
     AbortedError,
     DeadlineExceededError,
     InvalidArgumentError,
@@ -36,14 +36,14 @@ from ..errors import (
     UnavailableError,
     stricter_than_tf,
 )
-from .basic_session_run_hooks import CheckpointSaverHook
-from .coordinator import Coordinator
-from .graph import get_default_graph
-from .saver import Saver, latest_checkpoint
-from .server import connect
-from .session import Session
-from .session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
-from .variables import (
+from simdist.graph.basic_session_run_hooks import CheckpointSaverHook
+from simdist.graph.coordinator import Coordinator
+from simdist.graph.graph import get_default_graph
+from simdist.graph.saver import Saver, latest_checkpoint
+from simdist.graph.server import connect
+from simdist.graph.session import Session
+from simdist.graph.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+from simdist.graph.variables import (
     global_variables,
     global_variables_initializer,
     is_variable_initialized,

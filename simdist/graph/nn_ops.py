@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .array_ops import convert_to_tensor, expand_last_dim, unary_op
-from .graph import Tensor, create_op, format_shape
-from .math_ops import broadcast_shape
-from .registry import NO_GRADIENT, numpy_kernel, register
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.array_ops import convert_to_tensor, expand_last_dim, unary_op
+from simdist.graph.graph import Tensor, create_op, format_shape
+from simdist.graph.math_ops import broadcast_shape
+from simdist.graph.registry import NO_GRADIENT, numpy_kernel, register
 
 # -- Relu -----------------------------------------------------------------------------------------
 

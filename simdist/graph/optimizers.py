@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .array_ops import convert_to_tensor
-from .control_flow_ops import group
-from .gradients import gradients
-from .graph import Tensor, get_default_graph
-from .indexed_slices import IndexedSlices
-from .math_ops import cast
-from .registry import NO_GRADIENT, NOT_DIFFERENTIABLE, register
-from .variables import (
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.array_ops import convert_to_tensor
+from simdist.graph.control_flow_ops import group
+from simdist.graph.gradients import gradients
+from simdist.graph.graph import Tensor, get_default_graph
+from simdist.graph.indexed_slices import IndexedSlices
+from simdist.graph.math_ops import cast
+from simdist.graph.registry import NO_GRADIENT, NOT_DIFFERENTIABLE, register
+from simdist.graph.variables import (
     GLOBAL_STEP,
     Variable,
     assign,

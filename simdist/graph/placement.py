@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import sys
 
-from ..device_spec import DeviceSpec
-from ..errors import InvalidArgumentError
-from .registry import has_kernel
+from simdist.hardware.device_spec import DeviceSpec
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.registry import has_kernel
 
 
 class Placer:

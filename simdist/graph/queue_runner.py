@@ -11,8 +11,8 @@ world's simulated time does: during the training loop's own ``Session.run`` call
 
 from __future__ import annotations
 
-from ..errors import InvalidArgumentError, OutOfRangeError
-from .graph import get_collection, get_default_graph
+from simdist.base.errors import InvalidArgumentError, OutOfRangeError
+from simdist.graph.graph import get_collection, get_default_graph
 
 QUEUE_RUNNERS = "queue_runners"
 
@@ -92,7 +92,7 @@ def add_queue_runner(qr, collection=QUEUE_RUNNERS):
 def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
                         collection=QUEUE_RUNNERS) -> list:
     """Start the threads of every QueueRunner in ``collection`` of the session's graph."""
-    from .session import get_default_session
+    from simdist.graph.session import get_default_session
 
     sess = sess or get_default_session()
     with sess.graph.as_default():

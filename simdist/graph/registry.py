@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, NotFoundError
+from simdist.base.errors import InvalidArgumentError, NotFoundError
 
 #: ``grad=`` for TF's ``tf.no_gradient(op_type)``: no gradient flows back through the op
 NOT_DIFFERENTIABLE = "not differentiable"

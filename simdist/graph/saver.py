@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, NotFoundError
-from .control_flow_ops import group
-from .graph import create_op, get_default_graph
-from .registry import NOT_DIFFERENTIABLE, no_flops, register
-from .variables import assign, global_variables
+from simdist.base.errors import InvalidArgumentError, NotFoundError
+from simdist.graph.control_flow_ops import group
+from simdist.graph.graph import create_op, get_default_graph
+from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
+from simdist.graph.variables import assign, global_variables
 
 #: the speed of the disk checkpoints go to (a local SSD), bytes per second
 DISK_BYTES_PER_S = 500e6

@@ -1,7 +1,7 @@
 """Models a ``tf.py_func`` whose Python body takes a fixed time (TF's ``script_ops``).
 
 realdist's measured programs stand their "train" and "predict" steps in for with
-``py_func`` ops that sleep for the time asked (``realdist.queue_tasks.timed_py_func``);
+``py_func`` ops that sleep for the time asked (``realdist.training.queue_tasks.timed_py_func``);
 ``timed_py_func`` is the simulated counterpart, so a simulated run and a real one do the
 same work. Like the real sleep, the op holds its inter-op thread for ``duration_us`` but no
 FLOPs; it yields the sum of its inputs as a float32 scalar (so it depends on them).
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .dtypes import float32
-from .graph import create_op
-from .registry import NOT_DIFFERENTIABLE, no_flops, register
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph.dtypes import float32
+from simdist.graph.graph import create_op
+from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
 
 
 def timed_py_func(inputs, duration_us: float, name: str = "PyFunc", stall_us: float = 0.0,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from itertools import count
 
-from ..cluster import ClusterSpec
-from ..errors import InvalidArgumentError, UnavailableError
-from .runtime import Machine, TaskRuntime
+from simdist.hardware.cluster import ClusterSpec
+from simdist.base.errors import InvalidArgumentError, UnavailableError
+from simdist.graph._sim.runtime import Machine, TaskRuntime
 
 _RUNNING: dict[str, Server] = {}  # "host:port" -> the server listening there
 _LOCAL_PORTS = count(20000)
@@ -79,7 +79,7 @@ class Server:
         program can go on to start other tasks."""
         if self.runtime is None:
             raise UnavailableError(f"server {self.target} was not started")
-        from .clients import current_client
+        from simdist.graph._sim.clients import current_client
 
         client = current_client()
         if client is not None:
@@ -90,7 +90,7 @@ class Server:
         if _RUNNING.get(self.address) is self:
             del _RUNNING[self.address]
         if self.runtime is not None:
-            from .world import forget_cluster_worlds
+            from simdist.graph._sim.world import forget_cluster_worlds
 
             forget_cluster_worlds(self.runtime)
             self.runtime.close()

@@ -15,18 +15,18 @@ import weakref
 
 import numpy as np
 
-from ..errors import AbortedError, InvalidArgumentError, UnavailableError
-from .array_ops import placeholder_not_fed
-from .clients import current_client
-from .world import world_of
-from .config import ConfigProto
-from .executor import Executor
-from .graph import Graph, Operation, Tensor, format_shape, get_default_graph
-from .indexed_slices import IndexedSlices, IndexedSlicesValue
-from .placement import Placer
-from .runtime import Machine, TaskRuntime
-from .server import connect
-from .variables import Variable
+from simdist.base.errors import AbortedError, InvalidArgumentError, UnavailableError
+from simdist.graph.array_ops import placeholder_not_fed
+from simdist.graph._sim.clients import current_client
+from simdist.graph._sim.world import world_of
+from simdist.graph.config import ConfigProto
+from simdist.graph._sim.executor import Executor
+from simdist.graph.graph import Graph, Operation, Tensor, format_shape, get_default_graph
+from simdist.graph.indexed_slices import IndexedSlices, IndexedSlicesValue
+from simdist.graph.placement import Placer
+from simdist.graph._sim.runtime import Machine, TaskRuntime
+from simdist.graph.server import connect
+from simdist.graph.variables import Variable
 
 _thread_sessions = threading.local()
 #: the open sessions of every server (TF's master sessions), which Session.reset closes

@@ -22,16 +22,16 @@ the local initializations, the initial tokens and the chief's queue runner.
 
 from __future__ import annotations
 
-from ..errors import InvalidArgumentError, check_ints
-from .accumulator import ConditionalAccumulator, SparseConditionalAccumulator
-from .array_ops import fill
-from .control_flow_ops import group, no_op
-from .data_flow_ops import FIFOQueue
-from .graph import get_default_graph
-from .indexed_slices import IndexedSlices
-from .queue_runner import QueueRunner
-from .session_run_hook import SessionRunHook
-from .variables import LOCAL_VARIABLES, Variable, assign
+from simdist.base.errors import InvalidArgumentError, check_ints
+from simdist.graph.accumulator import ConditionalAccumulator, SparseConditionalAccumulator
+from simdist.graph.array_ops import fill
+from simdist.graph.control_flow_ops import group, no_op
+from simdist.graph.data_flow_ops import FIFOQueue
+from simdist.graph.graph import get_default_graph
+from simdist.graph.indexed_slices import IndexedSlices
+from simdist.graph.queue_runner import QueueRunner
+from simdist.graph.session_run_hook import SessionRunHook
+from simdist.graph.variables import LOCAL_VARIABLES, Variable, assign
 
 
 class SyncReplicasOptimizer:

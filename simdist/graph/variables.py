@@ -12,13 +12,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..errors import FailedPreconditionError, InvalidArgumentError
-from .array_ops import convert_to_tensor, identity
-from .control_flow_ops import group
-from .dtypes import as_dtype, float32
-from .graph import Tensor, format_shape, get_default_graph
-from .math_ops import cast, matmul
-from .registry import NO_GRADIENT, NOT_DIFFERENTIABLE, no_flops, register
+from simdist.base.errors import FailedPreconditionError, InvalidArgumentError
+from simdist.graph.array_ops import convert_to_tensor, identity
+from simdist.graph.control_flow_ops import group
+from simdist.graph.dtypes import as_dtype, float32
+from simdist.graph.graph import Tensor, format_shape, get_default_graph
+from simdist.graph.math_ops import cast, matmul
+from simdist.graph.registry import NO_GRADIENT, NOT_DIFFERENTIABLE, no_flops, register
 
 GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"
@@ -197,7 +197,7 @@ class Variable:
         return assign_sub(self, delta, name=name)
 
     def eval(self, session=None):
-        from .session import get_default_session
+        from simdist.graph.session import get_default_session
         return (session or get_default_session()).run(self)
 
     def __repr__(self):

@@ -20,7 +20,7 @@ HASHES = Path(__file__).with_name("traces.sha256.json")
 
 def _cli(*argv):
     def run(path):
-        from simdist.cli import main
+        from simdist.commands.cli import main
 
         with contextlib.redirect_stdout(io.StringIO()):
             code = main(["run", *argv, "--trace", str(path)])

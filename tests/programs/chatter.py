@@ -7,10 +7,10 @@ sends its planned messages (real arrays or phantoms) after random compute, one r
 
 import numpy as np
 
-from simdist.cluster import ClusterSpec
-from simdist.devices import Layout
-from simdist.payloads import Phantom
-from simdist.programs import Program
+from simdist.hardware.cluster import ClusterSpec
+from simdist.hardware.devices import Layout
+from simdist.sim.payloads import Phantom
+from simdist.training.programs import Program
 
 
 def add_arguments(parser):

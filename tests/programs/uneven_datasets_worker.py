@@ -1,5 +1,5 @@
 """A real-TF MultiWorkerMirroredStrategy worker for the differential tests (started by
-``realdist.multiworker.launch``): each worker's ``distribute_datasets_from_function`` gives
+``realdist.distribute.multiworker.launch``): each worker's ``distribute_datasets_from_function`` gives
 it ``counts[worker]`` ids in batches of ``batch``; every step's ids per local replica go to
 ``workerI.json``. Uneven counts show what TF does when one worker runs out first."""
 

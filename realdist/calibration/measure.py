@@ -1,0 +1,147 @@
+"""Step times of exercises measured on real TensorFlow: what ``simdist calibrate`` fits a
+hardware profile to and ``simdist bench predict`` checks the simulator against.
+
+``python -m realdist measure PLAN.json`` reads a list of exercises (``Exercise.to_dict()``
+each), trains each with its strategy's realdist runner and prints a JSON line as each run
+ends, so that the caller can show progress and keep what finished. With ``--repeat N`` the
+plan runs N times, each pass after the first in its own seeded shuffle
+(``simdist.commands.real_measure.pass_order``: the machine's speed drifts, and a run's
+neighbours and its place after TensorFlow's start change its times by 10-30% on a small
+machine); an exercise's line with its statistics comes after its last run, over the steps
+of all its runs:
+
+    {"index": 3, "pass": 2, "median_ns": 2871000, "p25_ns": ..., "p75_ns": ..., "steps": 285,
+     "runs": 3, "wall_s": ...}
+
+(earlier passes print ``{"index": 3, "pass": 0, "wall_s": ...}``). With ``--extra K`` an
+exercise whose runs' medians still spread after the N passes (``settled``: the standard
+error of their mean over ``SETTLED`` of it) is run again, up to K more times, in passes of
+its own after the planned ones: its line in the last planned pass (and in each extra pass
+but its last) says ``"again": true`` instead of giving the statistics. The first ``SKIP_STEPS``
+steps of each run are left out (step 0 traces the ``tf.function``s; the next ones warm
+caches up). The strategies of one process (default, one_device, mirrored, central_storage)
+share it: its logical CPU devices are made once, as many as the plan's largest replica count
+asks. multi_worker_mirrored starts its worker processes per run. A failed exercise is a line
+with "error" instead of the times; the others go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from simdist.commands.real_measure import pass_order
+from simdist.base.errors import InvalidArgumentError
+from simdist.training.exercises import Exercise
+
+#: steps left out of each run: step 0 traces the functions, the next ones still warm up
+SKIP_STEPS = 5
+#: an exercise is run again (``--extra``) while the standard error of its runs' medians is
+#: above this fraction of their mean
+SETTLED = 0.05
+
+
+def settled(run_medians) -> bool:
+    """Whether an exercise's runs agree well enough to stop: the standard error of the mean
+    of their medians at most ``SETTLED`` of it (one run never does)."""
+    if len(run_medians) < 2:
+        return False
+    spread = np.std(run_medians, ddof=1) / np.sqrt(len(run_medians))
+    return bool(spread <= SETTLED * np.mean(run_medians))
+
+
+def step_statistics(step_times_ns) -> dict:
+    """Median and quartiles (ns) of step times (those left after ``kept_steps``)."""
+    kept = list(step_times_ns)
+    p25, p75 = np.percentile(kept, [25, 75])
+    return {"median_ns": int(statistics.median(kept)), "p25_ns": int(p25), "p75_ns": int(p75),
+            "steps": len(kept)}
+
+
+def kept_steps(step_times_ns) -> list:
+    """The step times of one run after the first ``SKIP_STEPS``."""
+    kept = list(step_times_ns)[SKIP_STEPS:]
+    if len(kept) < 3:
+        raise InvalidArgumentError(f"{len(step_times_ns)} steps leave {len(kept)} to measure "
+                                   f"after the first {SKIP_STEPS}: give at least "
+                                   f"{SKIP_STEPS + 3} steps")
+    return kept
+
+
+def run_steps(exercise: Exercise, timeout: float = 300) -> list:
+    """Train ``exercise`` on real TF with its strategy's runner; its kept step times."""
+    from realdist import run_exercise  # the runner a strategy's record names
+
+    return kept_steps(run_exercise(exercise, timeout=timeout).step_times_ns)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="realdist measure",
+        description="Measure the step times of a plan of exercises on real TensorFlow; JSON "
+                    "lines on stdout, an exercise's statistics after its last run.")
+    parser.add_argument("plan", help="JSON file: a list of exercises (Exercise.to_dict())")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run the plan this many times, each pass in its own shuffled "
+                             "order, pooling each exercise's steps (default 1)")
+    parser.add_argument("--extra", type=int, default=0,
+                        help="after the passes, up to this many more runs of each exercise "
+                             f"whose runs' medians spread more (standard error over "
+                             f"{SETTLED:.0%} of their mean) (default 0)")
+    parser.add_argument("--timeout", type=float, default=300,
+                        help="seconds each run may take (default 300)")
+    args = parser.parse_args(argv)
+    try:
+        if args.repeat < 1:
+            raise InvalidArgumentError(f"--repeat {args.repeat}: expected a whole number >= 1")
+        if args.extra < 0:
+            raise InvalidArgumentError(f"--extra {args.extra}: expected a whole number >= 0")
+        with open(args.plan, encoding="utf-8") as f:
+            plan = [Exercise.from_dict(d) for d in json.load(f)]
+    except (OSError, ValueError, TypeError, InvalidArgumentError) as error:
+        print(f"realdist measure: error: {args.plan}: {error}", file=sys.stderr)
+        return 2
+    in_process = [e.num_replicas for e in plan if e.strategy != "multi_worker_mirrored"]
+    if in_process:
+        from realdist.runtime.devices import configure_cpus
+
+        configure_cpus(max(in_process))
+        try:  # a warm-up, unrecorded: no measured run is the process's first
+            run_steps(next(e for e in plan if e.strategy != "multi_worker_mirrored"),
+                      args.timeout)
+        except Exception:  # noqa: BLE001 -- the exercise's own run reports its error
+            pass
+    pooled: dict[int, list] = {k: [] for k in range(len(plan))}
+    medians: dict[int, list] = {k: [] for k in range(len(plan))}
+    errors: dict[int, str] = {}
+    again: list[int] = []
+    last = args.repeat + args.extra - 1
+    for p in range(last + 1):
+        # the planned passes; then the exercises left unsettled, in the order they were left
+        order, again = (pass_order(len(plan), p) if p < args.repeat else again), []
+        for index in order:
+            start = time.monotonic()
+            if index not in errors:
+                try:
+                    times = run_steps(plan[index], args.timeout)
+                    pooled[index] += times
+                    medians[index].append(statistics.median(times))
+                except Exception as error:  # noqa: BLE001 -- reported, and the plan goes on
+                    errors[index] = f"{type(error).__name__}: {error}"
+            line = {"index": index, "pass": p}
+            if p >= args.repeat - 1:
+                if index in errors:
+                    line["error"] = errors[index]
+                elif p < last and not settled(medians[index]):
+                    line["again"] = True  # another run of it comes after this pass
+                    again.append(index)
+                else:
+                    line.update(step_statistics(pooled[index]), runs=len(medians[index]))
+            line["wall_s"] = round(time.monotonic() - start, 2)
+            print(json.dumps(line), flush=True)
+    return 0

@@ -1,0 +1,265 @@
+"""TF1 graph-mode programs on real TensorFlow, next to the same programs in simdist.graph.
+
+A *program* is a function of the TF module: ``build(tf)`` builds a graph with
+``tf.compat.v1``'s API and returns what to fetch. simdist runs it with ``simdist.graph`` as
+``tf``; realdist runs its source in a fresh Python process with the real
+``tf.compat.v1`` (graph mode, ``log_device_placement`` on), so the test process never
+initialises TensorFlow and nothing can hang: every child has a timeout and is killed in a
+``finally``. Real placement lines come from the child's stderr and are parsed with the same
+function as simdist's (``parse_placement_log``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+
+import numpy as np
+
+from simdist.base.errors import DeadlineExceededError, UnavailableError
+from simdist.graph.placement import parse_placement_log
+
+from realdist.runtime.loopback import PrivateNetwork
+
+MARK = "@@DISTLAB "
+PRELUDE = """
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+tf1 = tf.compat.v1
+tf1.disable_eager_execution()
+def emit(key, value):
+    print("@@DISTLAB " + json.dumps({key: value}, default=lambda x: np.asarray(x).tolist()),
+          flush=True)
+"""
+
+
+def program_source(fn) -> str:
+    """The source of a program function, to run in another process."""
+    return textwrap.dedent(inspect.getsource(fn))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _env():
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0", GRPC_FAIL_FAST="use_caller",
+               CUDA_VISIBLE_DEVICES="-1")
+    env.pop("TF_CONFIG", None)
+    return env
+
+
+def run_python(code: str, timeout: float = 120, preexec_fn=None) -> tuple[dict, str]:
+    """Run ``PRELUDE + code`` in a fresh Python (``preexec_fn``: e.g. joining a
+    ``PrivateNetwork``); returns (what it emitted, its stderr)."""
+    proc = subprocess.Popen([sys.executable, "-c", PRELUDE + code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(),
+                            preexec_fn=preexec_fn)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise DeadlineExceededError(f"the real TF program ran past {timeout} s; its last "
+                                    f"output:\n{(out + err)[-2000:]}") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the real TF program exited with {proc.returncode}:\n"
+                           f"{err[-3000:]}")
+    emitted = {}
+    for line in out.splitlines():
+        if line.startswith(MARK):
+            emitted.update(json.loads(line[len(MARK):]))
+    return emitted, err
+
+
+# -- placement -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Placement:
+    """Where a program's ops ran ({op name: device}) and the values it fetched."""
+
+    devices: dict
+    requested: dict
+    values: list
+
+
+def _config_kwargs(device_count, soft):
+    return {"device_count": dict(device_count), "log_device_placement": True,
+            "allow_soft_placement": soft}
+
+
+def sim_placement(fn, device_count=None, soft=False, machine=None) -> Placement:
+    """Run ``fn(simdist.graph)`` in a local simdist Session; its placement and values."""
+    import simdist.graph as sim
+
+    device_count = device_count or {"CPU": 2}
+    graph = sim.Graph()
+    with graph.as_default():
+        fetches = fn(sim)
+        init = sim.global_variables_initializer()
+    config = sim.ConfigProto(**_config_kwargs(device_count, soft))
+    config.log_device_placement = False
+    with sim.Session(graph=graph, config=config, machine=machine) as sess:
+        sess.run(init)
+        values = sess.run(fetches)
+        devices = parse_placement_log("\n".join(sess.placement_log))
+    requested = {op.name: op.device for op in graph.get_operations()}
+    return Placement(devices, requested, _plain(values))
+
+
+def real_placement(fn, device_count=None, soft=False, timeout: float = 120,
+                   extra_source: str = "") -> Placement:
+    """Run ``fn(tf.compat.v1)`` in a real TF Session with log_device_placement;
+    ``extra_source`` defines what ``fn`` calls (e.g. a lesson's solution.py)."""
+    device_count = device_count or {"CPU": 2}
+    code = extra_source + "\n" + program_source(fn) + textwrap.dedent(f"""
+        graph = tf1.Graph()
+        with graph.as_default():
+            fetches = {fn.__name__}(tf1)
+            init = tf1.global_variables_initializer()
+        config = tf1.ConfigProto(**{_config_kwargs(device_count, soft)!r})
+        with tf1.Session(graph=graph, config=config) as sess:
+            sess.run(init)
+            emit("values", sess.run(fetches))
+        emit("requested", {{op.name: op.device for op in graph.get_operations()}})
+    """)
+    emitted, err = run_python(code, timeout)
+    return Placement(parse_placement_log(err), emitted["requested"], emitted["values"])
+
+
+def compare_placement(sim: Placement, real: Placement, names=None) -> dict:
+    """{op name: (simdist device, real device)} for the ops placed differently.
+
+    Compares ``names`` (default: every op name both graphs have; the graphs differ in
+    internal ops, e.g. real TF's resource variables have ReadVariableOp nodes).
+    """
+    names = names if names is not None else sorted(set(sim.devices) & set(real.devices))
+    return {n: (sim.devices.get(n), real.devices.get(n)) for n in names
+            if sim.devices.get(n) != real.devices.get(n)}
+
+
+def _plain(values):
+    if isinstance(values, (list, tuple)):
+        return [_plain(v) for v in values]
+    if isinstance(values, dict):
+        return {k: _plain(v) for k, v in values.items()}
+    return None if values is None else np.asarray(values).tolist()
+
+
+# -- replica_device_setter -------------------------------------------------------------------------
+
+
+def sim_variable_devices(fn) -> dict:
+    """{variable op name: requested device} of the variables ``fn(simdist.graph)`` returns."""
+    import simdist.graph as sim
+
+    with sim.Graph().as_default():
+        return {v.op.name: v.device for v in fn(sim)}
+
+
+def real_variable_devices(fn, timeout: float = 120) -> dict:
+    """The same with real TF's tf.compat.v1 (graph only: no server or session needed)."""
+    code = program_source(fn) + textwrap.dedent(f"""
+        with tf1.Graph().as_default():
+            emit("devices", {{v.op.name: v.device for v in {fn.__name__}(tf1)}})
+    """)
+    return run_python(code, timeout)[0]["devices"]
+
+
+# -- two clients sharing a variable through a localhost cluster ----------------------------------
+
+
+def counter_client(tf, target, worker, initialize, increments, device="/job:ps/task:0"):
+    """A client: builds ``counter`` on ``device`` (None: local) and increments it; returns
+    the value after each increment. The same source runs with simdist.graph and real TF."""
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device(device):
+            counter = tf.Variable(0, name="counter")
+        with tf.device(None if device is None else f"/job:worker/task:{worker}"):
+            increment = tf.assign_add(counter, 1)
+    seen = []
+    with tf.Session(target, graph=graph) as sess:
+        if initialize:
+            sess.run(counter.initializer)
+        for _ in range(increments):
+            seen.append(int(sess.run(increment)))
+    return seen
+
+
+def sim_shared_counter(increments=(3, 3), client=None) -> dict:
+    """Two clients of a {ps: 1, worker: 2} simdist cluster, one after the other, and a local
+    session: {"client0": [...], "client1": [...], "local": [...]}. ``client`` is a
+    function like ``counter_client`` (default: that one)."""
+    import simdist.graph as sim
+
+    counter_client_ = client or counter_client
+    cluster = sim.ClusterSpec({"ps": 1, "worker": 2})
+    servers = [sim.Server(cluster, job, i) for job in ("ps", "worker")
+               for i in range(cluster.num_tasks(job))]
+    try:
+        seen = {f"client{k}": counter_client_(sim, servers[1 + k].target, k, k == 0, n)
+                for k, n in enumerate(increments)}
+        seen["local"] = counter_client_(sim, "", 0, True, increments[0], device=None)
+        return seen
+    finally:
+        for server in servers:
+            server.stop()
+
+
+_SERVERS = """
+cluster = tf.train.ClusterSpec(json.loads(sys.argv[1]))
+config = tf1.ConfigProto(inter_op_parallelism_threads=4)
+servers = [tf.distribute.Server(cluster, job, i, config=config)
+           for job in cluster.jobs for i in range(cluster.num_tasks(job))]
+print("READY", flush=True)
+sys.stdin.read()  # serve until the parent closes stdin (or kills us)
+"""
+
+
+def real_shared_counter(increments=(3, 3), timeout: float = 120, source: str | None = None,
+                        ) -> dict:
+    """The same on real TF: one process runs the ps and worker servers on free loopback
+    ports, in a private network (``realdist.runtime.loopback``: reachable from no other machine);
+    each client is its own process in it, run one after the other; then a local session.
+    ``source`` is code defining ``counter_client`` (default: this module's)."""
+    cluster = {"ps": [f"127.0.0.1:{free_port()}"],
+               "worker": [f"127.0.0.1:{free_port()}" for _ in range(2)]}
+    with PrivateNetwork() as net:
+        return _shared_counter_in(net.preexec_fn(), cluster, increments, timeout, source)
+
+
+def _shared_counter_in(preexec_fn, cluster, increments, timeout, source) -> dict:
+    servers = subprocess.Popen([sys.executable, "-c", PRELUDE + _SERVERS, json.dumps(cluster)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, env=_env(),
+                               preexec_fn=preexec_fn)
+    try:
+        line = servers.stdout.readline()
+        if line.strip() != "READY":
+            raise UnavailableError(f"the real TF servers did not start (got {line!r})")
+        client = (source or program_source(counter_client)) + "\n"
+        seen = {}
+        for k, n in enumerate(increments):
+            target = f"grpc://{cluster['worker'][k]}"
+            code = client + f"emit('seen', counter_client(tf1, {target!r}, {k}, {k == 0}, {n}))"
+            seen[f"client{k}"] = run_python(code, timeout, preexec_fn)[0]["seen"]
+        code = client + f"emit('seen', counter_client(tf1, '', 0, True, {increments[0]}, None))"
+        seen["local"] = run_python(code, timeout, preexec_fn)[0]["seen"]
+        return seen
+    finally:
+        servers.kill()
+        servers.wait(timeout=30)

@@ -1,0 +1,369 @@
+"""A localhost TF cluster of several processes, reachable from this machine only.
+
+TF's gRPC server (``tf.distribute.Server``) is unauthenticated, and it listens on every
+interface whatever host the cluster spec names: TF 2.21's ``GrpcServer::Init`` binds
+``"0.0.0.0:" + port`` (gRPC makes that the dual-stack ``[::]``), and neither ``ServerDef``
+nor ``ConfigProto`` has a bind-address option. So ``run_cluster`` runs every process of a
+cluster inside a private network namespace (``unshare --user --map-root-user --net``, Linux)
+whose only interface is loopback: the servers listen on ``[::]`` of a namespace nothing
+outside can reach. Where no namespace can be made (not Linux, user namespaces disabled) the
+run goes on in the host's network and its ``network`` record says so.
+
+Inside, a small launcher (this module's ``main``, no TensorFlow) brings ``lo`` up, picks a
+free port per task, starts each task as ``python -c PRELUDE + code`` (``CLUSTER``, the
+cluster dict with ``127.0.0.1:PORT`` addresses, and ``TASK``, its name, are defined for it),
+watches them and reports what they emitted. Server tasks serve until every client task has
+ended; a client that fails ends the run (UnavailableError with the end of its log), one that
+hangs ends it at the timeout (DeadlineExceededError), and every process is killed in a
+``finally``: the launcher kills its tasks, the caller kills the launcher's process group.
+
+What a task emits (``emit(key, value)``) is its output: each key keeps its last value, and
+a key ending in ``[]`` collects every value in order (``outputs[task]["run"]`` for
+``emit("run[]", ...)``), so that a task killed midway leaves what it emitted so far.
+
+Failures (``failures=[Failure(task, at_ms, down_ms)]``, the spec of simdist's
+``train_on_ps``): the launcher kills the task's process (SIGKILL) ``at_ms`` after the start
+line (the first ``start_line`` a task emits: its ``time.monotonic_ns``) and starts it again
+``down_ms`` later, the same command on the same port, with ``DISTLAB_INCARNATION`` = 1, 2...
+in its environment; a restarted task's output is ``outputs["TASK#1"]`` and so on, and
+``report["failures"]`` says when (``time.monotonic_ns``) each task was killed, restarted,
+and serving again (its port listening: a TF process takes seconds to import TensorFlow).
+A task may also order a failure of a server task at once: it appends ``{"task": "worker:1",
+"down_ms": 1000}`` (null: never restarted) as a line to the file ``CONTROL`` (a path
+defined for it), e.g. when it sees that worker inside a function.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from simdist.base import errors
+
+from realdist.runtime.loopback import die_with_parent
+from realdist.distribute.multiworker import _kill_group, _log_tail, free_ports
+from realdist.graph.tf1 import MARK, PRELUDE, _env
+
+# TF's __init__ imports Keras's optimizers (for the SavedModel registry, b/196254385):
+# 2-3 s of each process's start-up that these programs, which use no Keras, do without.
+LEAN_IMPORT = ("import sys\nsys.modules['keras.src.optimizers'] = None\n"
+               "sys.modules['tf_keras.src.optimizers'] = None\n")
+NAMESPACE = ["unshare", "--user", "--map-root-user", "--net", "--"]
+
+
+@dataclass
+class Task:
+    """One process of the cluster: ``code`` runs after ``realdist.graph.tf1.PRELUDE``; a
+    ``server`` task is killed once every other task has ended."""
+
+    name: str
+    code: str
+    server: bool = False
+    keras: bool = False  # uses Keras: tf_keras (TF_USE_LEGACY_KERAS=1), its import not skipped
+
+
+class Failure(NamedTuple):
+    """Kill ``task`` ("ps:0", "worker:1") ``at_ms`` after the start line, restart it
+    ``down_ms`` later."""
+
+    task: str
+    at_ms: float
+    down_ms: float
+
+
+def check_failures(failures, jobs: dict[str, int], caller: str) -> list[Failure]:
+    """``failures`` as Failure records, each naming a task of ``jobs`` with times >= 0; one
+    line naming the bad value otherwise."""
+    tasks = [f"{job}:{i}" for job, n in jobs.items() for i in range(n)]
+    checked = []
+    for failure in failures:
+        try:
+            task, at_ms, down_ms = failure
+        except (TypeError, ValueError):
+            raise errors.InvalidArgumentError(
+                f"{caller}: failure {failure!r}, expected (task, at_ms, down_ms)") from None
+        if task not in tasks:
+            raise errors.InvalidArgumentError(
+                f"{caller}: failure of task {task!r}, which is not in this cluster: its "
+                f"tasks are {', '.join(tasks)}")
+        for label, value in (("at_ms", at_ms), ("down_ms", down_ms)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    0 <= value <= 600_000):
+                raise errors.InvalidArgumentError(
+                    f"{caller}: failure of {task}: {label}={value!r}, expected ms from 0 to "
+                    "600000")
+        checked.append(Failure(task, at_ms, down_ms))
+    return checked
+
+
+@functools.lru_cache(maxsize=1)
+def namespace_prefix() -> tuple[str, ...]:
+    """The command prefix that runs a program in a private network namespace, or () where
+    this machine cannot make one."""
+    if not sys.platform.startswith("linux") or shutil.which("unshare") is None:
+        return ()
+    probe = subprocess.run([*NAMESPACE, "true"], capture_output=True, timeout=10)
+    return tuple(NAMESPACE) if probe.returncode == 0 else ()
+
+
+def run_cluster(jobs: dict[str, int], tasks: list[Task], timeout: float,
+                failures=()) -> dict:
+    """Run ``tasks`` on a localhost cluster with ``jobs`` ({job: number of tasks}); returns
+    {"outputs": {task name: what it emitted}, "network": {...}, "cluster": {...},
+    "failures": [...]}. ``failures``: see the module docstring."""
+    failures = check_failures(failures, jobs, "run_cluster")
+    prefix = namespace_prefix() if jobs else ()  # no server, nothing to isolate
+    command = [*prefix, sys.executable, "-m", "realdist.runtime.localcluster"]
+    job = {"jobs": jobs, "timeout": timeout, "namespace": bool(prefix),
+           "tasks": [vars(t) for t in tasks], "failures": [f._asdict() for f in failures]}
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(),
+                            start_new_session=True, preexec_fn=die_with_parent)
+    try:
+        out, err = proc.communicate(json.dumps(job), timeout=timeout + 30)
+    except subprocess.TimeoutExpired:
+        raise errors.DeadlineExceededError(
+            f"the localhost cluster's launcher did not end {timeout + 30:g} s after it "
+            "started; it and its tasks are killed") from None
+    finally:
+        _kill_group(proc)
+    report = [json.loads(line[len(MARK):]) for line in out.splitlines()
+              if line.startswith(MARK)]
+    if not report:
+        raise errors.UnavailableError(f"the localhost cluster's launcher exited with "
+                                      f"{proc.returncode} and no report:\n{err[-3000:]}")
+    if "error" in report[-1]:
+        error = report[-1]["error"]
+        raise getattr(errors, error["class"])(error["message"])
+    return report[-1]
+
+
+def run_local(code: str, timeout: float) -> dict:
+    """Run one TF program (no cluster) the same way; what it emitted."""
+    return run_cluster({}, [Task("main", code)], timeout)["outputs"]["main"]
+
+
+# ---------------------------------------------------------------------- the launcher
+
+
+def _loopback_up() -> None:
+    """Bring ``lo`` up (a new network namespace starts with it down)."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH", b"lo", 0)
+        flags = struct.unpack("16sH", fcntl.ioctl(sock, siocgifflags, request)[:18])[1]
+        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH", b"lo", flags | iff_up))
+
+
+def listening(ports) -> set[str]:
+    """The sockets of this network namespace listening on ``ports``, as "ADDRESS:PORT"
+    (from /proc/net/tcp and tcp6: "0.0.0.0", "[::]", "127.0.0.1", ...)."""
+    found = set()
+    for path, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        try:
+            lines = Path(path).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            address, port = fields[1].split(":")
+            if fields[3] == "0A" and int(port, 16) in ports:  # 0A: LISTEN
+                found.add(f"{_address(address, width)}:{int(port, 16)}")
+    return found
+
+
+def _address(hex_address: str, width: int) -> str:
+    raw = bytes.fromhex(hex_address)
+    raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # host-order words
+    if width == 8:
+        return socket.inet_ntop(socket.AF_INET, raw)
+    return f"[{socket.inet_ntop(socket.AF_INET6, raw)}]"
+
+
+def launch(job: dict) -> dict:
+    """Start the job's tasks here, watch them, return their outputs (the launcher's work)."""
+    if job["namespace"]:
+        _loopback_up()
+    names = [(name, i) for name, n in job["jobs"].items() for i in range(n)]
+    ports = free_ports(len(names))
+    cluster = {name: [] for name in job["jobs"]}
+    for (name, _), port in zip(names, ports):
+        cluster[name].append(f"127.0.0.1:{port}")
+    tasks = {t["name"]: Task(**t) for t in job["tasks"]}
+    deadline = time.monotonic() + job["timeout"]
+    seen: set[str] = set()
+    with tempfile.TemporaryDirectory(prefix="realdist-cluster-") as tmp:
+        tmp = Path(tmp)
+        procs, runs = {}, []  # runs: (output name, task name) of every process started
+
+        def start(name, incarnation=0):
+            task = tasks[name]
+            code = (("" if task.keras else LEAN_IMPORT) + PRELUDE
+                    + "CLUSTER = json.loads(sys.argv[1])\n" + f"TASK = {task.name!r}\n"
+                    + f"CONTROL = {str(schedule.control)!r}\n" + task.code)
+            keras = {"TF_USE_LEGACY_KERAS": "1"} if task.keras else {}
+            label = name if incarnation == 0 else f"{name}#{incarnation}"
+            with open(tmp / f"{label}.out", "wb") as out, \
+                    open(tmp / f"{label}.log", "wb") as err:
+                procs[name] = subprocess.Popen(
+                    [sys.executable, "-c", code, json.dumps(cluster)], stdout=out,
+                    stderr=err, env={**_env(), **keras,
+                                     "DISTLAB_INCARNATION": str(incarnation)},
+                    preexec_fn=die_with_parent)
+            runs.append((label, name))
+
+        def log(name):  # the log of the task's latest process
+            return tmp / (next(label for label, task in reversed(runs) if task == name)
+                          + ".log")
+
+        ports_of = {f"{name}:{i}": port for (name, i), port in zip(names, ports)}
+        schedule = _Schedule(job.get("failures", ()), tmp, ports_of)
+        try:
+            for name in tasks:
+                start(name)
+            clients = [name for name, t in tasks.items() if not t.server]
+            while True:
+                seen |= listening(set(ports))
+                schedule.step(procs, start)
+                codes = {name: procs[name].poll() for name in clients}
+                failed = [name for name, code in codes.items()
+                          if code not in (None, 0) and not schedule.down(name)]
+                if failed:
+                    name = failed[0]
+                    raise errors.UnavailableError(
+                        f"task {name} exited with code {codes[name]}; the cluster is "
+                        f"stopped. End of its log:\n{_log_tail(log(name))}")
+                if all(code == 0 for code in codes.values()):
+                    break
+                if time.monotonic() > deadline:
+                    running = [name for name, code in codes.items() if code is None]
+                    raise errors.DeadlineExceededError(
+                        f"the localhost cluster did not finish within {job['timeout']:g} s"
+                        f"{schedule.describe()}; still running: {', '.join(running)} -- "
+                        "killed. Their logs end:\n"
+                        + "\n".join(f"  {name}:\n{_log_tail(log(name), 6)}"
+                                    for name in running))
+                time.sleep(0.02)
+        finally:
+            for proc in procs.values():
+                _kill_group_member(proc)
+        outputs = {label: read_outputs(tmp / f"{label}.out") for label, _ in runs}
+    interfaces = sorted(name for _, name in socket.if_nameindex())
+    network = {"namespace": job["namespace"], "interfaces": interfaces,
+               "listening": sorted(seen)}
+    return {"outputs": outputs, "network": network, "cluster": cluster,
+            "failures": schedule.done}
+
+
+def read_outputs(path: Path) -> dict:
+    """What a task emitted (see the module docstring)."""
+    outputs: dict = {}
+    text = path.read_text(errors="replace") if path.exists() else ""
+    for line in text.splitlines():
+        if line.startswith(MARK):
+            for key, value in json.loads(line[len(MARK):]).items():
+                if key.endswith("[]"):
+                    outputs.setdefault(key[:-2], []).append(value)
+                else:
+                    outputs[key] = value
+    return outputs
+
+
+class _Schedule:
+    """The failures still to inject: each kills its task ``at_ms`` after the start line and
+    restarts it ``down_ms`` later; ``done`` records when (time.monotonic_ns)."""
+
+    def __init__(self, failures, tmp: Path, ports: dict):
+        self.pending = sorted((Failure(**f) for f in failures), key=lambda f: f.at_ms)
+        self.tmp, self.ports, self.start_line, self.done = tmp, ports, None, []
+        self.restarts: list = []  # (when ns, task, its record in done)
+        self.incarnations: dict = {}
+        self.control, self.orders_read = tmp / "control", 0  # failures tasks order
+        self.control.touch()
+
+    def orders(self) -> list[dict]:
+        """The failures tasks ordered since the last look (complete lines only)."""
+        lines = self.control.read_text().split("\n")[:-1]
+        new, self.orders_read = lines[self.orders_read:], len(lines)
+        return [json.loads(line) for line in new]
+
+    def down(self, name: str) -> bool:
+        return any(task == name for _, task, _ in self.restarts)
+
+    def step(self, procs, start) -> None:
+        for record in self.done:  # a restarted task serves once its port listens again
+            if record["restarted"] and record["serving"] is None and listening(
+                    {self.ports[record["task"]]}):
+                record["serving"] = time.monotonic_ns()
+        orders = self.orders()
+        if not (self.pending or self.restarts or orders):
+            return
+        if self.start_line is None:
+            lines = [read_outputs(path).get("start_line") for path in self.tmp.glob("*.out")]
+            self.start_line = min((t for t in lines if t is not None), default=None)
+            if self.start_line is None and not orders:
+                return
+            self.start_line = self.start_line or time.monotonic_ns()
+        now = time.monotonic_ns()
+        for order in orders:  # due now
+            if order.get("task") not in procs:
+                raise errors.InvalidArgumentError(
+                    f"a task ordered a failure of {order.get('task')!r}: expected one of "
+                    f"{', '.join(procs)}")
+            self.pending.insert(0, Failure(order["task"], (now - self.start_line) / 1e6,
+                                           order.get("down_ms")))
+        while self.pending and now >= self.start_line + self.pending[0].at_ms * 1e6:
+            failure = self.pending.pop(0)
+            if procs[failure.task].poll() is not None:
+                continue  # it had ended: nothing to kill
+            _kill_group_member(procs[failure.task])
+            record = {"task": failure.task, "at_ms": failure.at_ms,
+                      "down_ms": failure.down_ms, "start_line": self.start_line,
+                      "killed": time.monotonic_ns(), "restarted": None, "serving": None}
+            self.done.append(record)
+            if failure.down_ms is not None:  # None: never restarted
+                self.restarts.append((record["killed"] + int(failure.down_ms * 1e6),
+                                      failure.task, record))
+        for when, name, record in [r for r in self.restarts if now >= r[0]]:
+            self.restarts.remove((when, name, record))
+            self.incarnations[name] = self.incarnations.get(name, 0) + 1
+            start(name, self.incarnations[name])
+            record["restarted"] = time.monotonic_ns()
+
+    def describe(self) -> str:
+        if not self.done:
+            return ""
+        return " (after " + ", ".join(
+            f"{r['task']} was killed at {r['at_ms']:g} ms"
+            + (" and restarted" if r["restarted"] else ", not restarted yet")
+            for r in self.done) + ")"
+
+
+def _kill_group_member(proc) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def main() -> None:
+    try:
+        report = launch(json.loads(sys.stdin.read()))
+    except errors.SimdistError as error:
+        report = {"error": {"class": type(error).__name__, "message": str(error)}}
+    print(MARK + json.dumps(report), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+"""Calibration: the hardware profile whose simulated step times best match measured ones.
+
+The step-time model is the simulator itself. A synchronous step of an exercise with R local
+replicas on each of W workers costs, in the simulator (``simdist.training.sync_loop``):
+
+    host_step    = step_overhead + R x replica_overhead + input KB x input_byte_time
+                   (+ input_pipeline when the strategy wraps the dataset: all but the default
+                   one; + distributed_step for MirroredStrategy, MultiWorkerMirroredStrategy;
+                   + multi_worker_step for the latter)
+    compute      = R x (num_ops x (op_overhead + (W - 1) x shared_op_overhead)
+                        + FLOPs per replica x flop_time)
+                   (the W worker processes of realdist's localhost cluster share this
+                   machine's cores: an op waits the longer the more there are)
+                   (the R replicas' passes one after another when the devices are
+                   ``virtual``: logical CPUs cut from one machine's cores)
+    all-reduce   = collective_overhead + tensors x packed_tensor on every replica (the
+                   mirrored strategies start collective kernels even alone, and pack a
+                   step's tensors into one), then the ring over the R x W
+                   replicas: 2(RW - 1) messages of latency + bytes / bandwidth (between
+                   devices of a worker: the intra link; between workers: the network), for
+                   the gradients and for the loss
+    update       = R x (variables x (op_overhead + (W - 1) x shared_op_overhead)
+                        + the update's roofline time)
+
+so it is a sum of fifteen parameters, each times a count that the exercise fixes:
+``PARAMETERS`` below (step, replica, op and packing overheads, the input's time per KB,
+time per FLOP, and the latency and time per byte of the two links). A ring's step waits on
+the slowest member, so the sum is exact only up to such maxima; the fit therefore asks the
+simulator rather than a formula: starting from a guess it simulates every measured
+exercise, then each again with one parameter raised, which gives each parameter's weight
+in each step time (its sensitivity), solves the linear problem for the parameters that make
+the sum of absolute errors relative to the measured times small (``_least_absolute``:
+least squares with ``scipy.optimize.nnls``, none negative, reweighted by each exercise's
+last error, so that the few exercises a noisy machine measured far off pull less than
+squares would let them), and repeats from there until the parameters settle.
+
+``fit(measurements)`` returns a ``Fit``: the parameters, a ``HardwareCatalog`` holding them as
+the "calibrated" system (device, intra link and network), and each exercise's simulated and
+measured time. ``profile_document`` turns it into the profiles file that ``simdist run
+--profiles-file FILE --profile calibrated`` reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import NamedTuple
+
+import numpy as np
+
+from simdist.hardware.catalog import DEVICES
+from simdist.hardware.devices import DeviceProfile, HardwareCatalog, LinkProfile, SystemProfile, file_record
+from simdist.base.errors import InvalidArgumentError
+
+SYSTEM = "calibrated"
+#: an exercise's fields in a profile file's record of the fit: those that set its step time
+RECORD_FIELDS = ("strategy", "workers", "devices_per_worker", "model", "dataset", "hidden",
+                 "global_batch")
+#: simulated steps per exercise: a step costs what its batch does, and a dataset that is not
+#: a multiple of the batch alternates full and partial batches, so the median of 4 is the
+#: middle of both, as a measured median over many steps is
+SIM_STEPS = 4
+ITERATIONS = 3
+#: reweighted least-squares rounds per iteration (``_least_absolute``); 0: plain squares
+ROBUST_ROUNDS = 10
+
+
+class Parameter(NamedTuple):
+    """One fitted number: its name, unit, what it charges, and a typical size (the step the
+    sensitivities are taken with when the current value is smaller)."""
+
+    name: str
+    unit: str
+    what: str
+    typical: float
+    #: which exercises can depend on it: "all", "multi_worker" (several workers),
+    #: "multi_device" (several devices on a worker) or a strategy's name
+    applies: str = "all"
+
+
+PARAMETERS = (
+    Parameter("step_overhead", "ns", "host work per step (loop, iterator, function call)", 1e6),
+    Parameter("replica_overhead", "ns", "host work per local replica per step", 3e5),
+    Parameter("input_pipeline", "ns", "extra host work per step of a wrapped dataset", 3e5),
+    Parameter("distributed_step", "ns", "extra host work per step of the mirrored strategies",
+              1e6),
+    Parameter("multi_worker_step", "ns",
+              "extra host work per step of MultiWorkerMirroredStrategy", 5e5,
+              "multi_worker_mirrored"),
+    Parameter("input_byte_time", "ns/KB", "host time per KB of a step's input", 1e3),
+    Parameter("op_overhead", "ns", "executor dispatch per TF op", 2e4),
+    Parameter("shared_op_overhead", "ns",
+              "per TF op, for each other worker process on the same cores", 1e5,
+              "multi_worker"),
+    Parameter("collective_overhead", "ns", "starting one all-reduce, per member", 2e5),
+    Parameter("packed_tensor", "ns", "per tensor packed into an all-reduce, per member", 5e4),
+    Parameter("flop_time", "ns/MFLOP", "compute time per million FLOPs", 5e3),
+    Parameter("intra_latency", "ns", "latency of a message between devices of a worker", 2e4,
+              "multi_device"),
+    Parameter("intra_byte_time", "ns/KB", "time per KB between devices of a worker", 100.0,
+              "multi_device"),
+    Parameter("network_latency", "ns", "latency of a message between worker processes", 2e6,
+              "multi_worker"),
+    Parameter("network_byte_time", "ns/KB", "time per KB between worker processes", 1e3,
+              "multi_worker"),
+)
+NAMES = tuple(p.name for p in PARAMETERS)
+
+#: where the search starts: the typical sizes
+START = {p.name: p.typical for p in PARAMETERS}
+
+
+class Measurement(NamedTuple):
+    """An exercise and its measured median step time (ns), with its quartiles."""
+
+    exercise: object  # simdist.training.exercises.Exercise
+    median_ns: float
+    p25_ns: float | None = None
+    p75_ns: float | None = None
+
+
+class Fit(NamedTuple):
+    """A calibration: the parameters, their catalog, and each exercise's simulated time."""
+
+    parameters: dict
+    catalog: HardwareCatalog
+    measurements: list
+    simulated_ns: list
+
+    @property
+    def errors(self) -> list[float]:
+        """Each exercise's (simulated - measured) / measured."""
+        return [(s - m.median_ns) / m.median_ns
+                for s, m in zip(self.simulated_ns, self.measurements)]
+
+
+def catalog_for(parameters: dict) -> HardwareCatalog:
+    """The built-in catalog plus the "calibrated" system holding ``parameters``: a
+    ``virtual`` CPU device (its memory and memory bandwidth the cpu-core's, its efficiency 1:
+    the fitted FLOP rate is what TF's kernels reach), the intra link and the network between
+    processes."""
+    missing = [n for n in NAMES if n not in parameters]
+    if missing:
+        raise InvalidArgumentError(f"calibration parameters missing: {', '.join(missing)}")
+    p = {n: float(parameters[n]) for n in NAMES}
+    bad = [n for n, v in p.items() if not np.isfinite(v) or v < 0]
+    if bad:
+        raise InvalidArgumentError(f"calibration parameters must be finite numbers >= 0: "
+                                   f"{', '.join(f'{n}={p[n]!r}' for n in bad)}")
+    catalog = HardwareCatalog.default()
+    cpu = next(d for d in DEVICES if d["name"] == "cpu-core")
+    catalog.devices[f"{SYSTEM}-cpu"] = DeviceProfile(
+        f"{SYSTEM}-cpu", "CPU", peak_flops=1e15 / max(p["flop_time"], 1e-6),
+        mem_bandwidth=cpu["mem_bandwidth"], memory=cpu["memory"], launch_overhead_ns=0,
+        efficiency=1.0, op_overhead_ns=round(p["op_overhead"]),
+        step_overhead_ns=round(p["step_overhead"]),
+        replica_overhead_ns=round(p["replica_overhead"]),
+        collective_overhead_ns=round(p["collective_overhead"]),
+        packed_tensor_overhead_ns=round(p["packed_tensor"]),
+        input_pipeline_overhead_ns=round(p["input_pipeline"]),
+        distributed_step_overhead_ns=round(p["distributed_step"]),
+        input_kb_ns=round(p["input_byte_time"]),
+        multi_worker_step_overhead_ns=round(p["multi_worker_step"]),
+        shared_op_overhead_ns=round(p["shared_op_overhead"]),
+        virtual=True)
+    catalog.links[f"{SYSTEM}-intra"] = LinkProfile(
+        f"{SYSTEM}-intra", "shm", latency_ns=max(1, round(p["intra_latency"])),
+        bandwidth=_bandwidth(p["intra_byte_time"]))
+    catalog.links[f"{SYSTEM}-network"] = LinkProfile(
+        f"{SYSTEM}-network", "network", latency_ns=max(1, round(p["network_latency"])),
+        bandwidth=_bandwidth(p["network_byte_time"]))
+    catalog.systems[SYSTEM] = SystemProfile(
+        SYSTEM, f"{SYSTEM}-cpu", f"{SYSTEM}-intra", f"{SYSTEM}-network",
+        description="fitted to step times measured on real TensorFlow (simdist calibrate)")
+    return catalog
+
+
+def _bandwidth(ns_per_kb: float) -> int:
+    """Bytes/s from ns per KB (1000 bytes); a time of 0 is as fast as an int allows."""
+    return max(1, min(10**15, round(1e12 / ns_per_kb))) if ns_per_kb > 0 else 10**15
+
+
+def simulated_step_ns(exercise, catalog: HardwareCatalog) -> float:
+    """The simulator's median step time of ``exercise`` on the calibrated system."""
+    from simdist.training.sync_loop import simulate_exercise
+
+    short = dataclasses.replace(exercise, steps=SIM_STEPS, hardware=SYSTEM)
+    return float(statistics.median(simulate_exercise(short, trace=False,
+                                                     catalog=catalog).step_times_ns))
+
+
+def predict(parameters: dict, exercises) -> list[float]:
+    """Simulated step times (ns) of ``exercises`` with these parameters."""
+    catalog = catalog_for(parameters)
+    return [simulated_step_ns(e, catalog) for e in exercises]
+
+
+def _depends(parameter: Parameter, exercise) -> bool:
+    if parameter.applies == "multi_worker":
+        return exercise.num_workers > 1
+    if parameter.applies == "multi_device":
+        return exercise.devices_per_worker > 1
+    return parameter.applies in ("all", exercise.strategy)
+
+
+def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,
+        on_progress=None) -> Fit:
+    """Fit the parameters to ``measurements`` (see the module's docstring).
+
+    ``on_progress(done, total)`` is called after each simulation.
+    """
+    measurements = list(measurements)
+    if not measurements:
+        raise InvalidArgumentError("calibration needs at least one measured exercise")
+    for m in measurements:
+        if not (np.isfinite(m.median_ns) and m.median_ns > 0):
+            raise InvalidArgumentError(f"a measured step time must be a number > 0, got "
+                                       f"{m.median_ns!r} for {m.exercise.strategy}")
+    free = [p for p in PARAMETERS if any(_depends(p, m.exercise) for m in measurements)]
+    theta = {**START, **(start or {})}
+    measured = np.array([m.median_ns for m in measurements])
+    total = iterations * sum(1 + sum(_depends(p, m.exercise) for p in free)
+                             for m in measurements)
+    done = 0
+
+    def simulate(values, exercise):
+        nonlocal done
+        out = simulated_step_ns(exercise, catalog_for(values))
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total)
+        return out
+
+    for _ in range(iterations):
+        base = [simulate(theta, m.exercise) for m in measurements]
+        columns = []
+        for p in free:
+            delta = max(theta[p.name], p.typical)
+            raised = {**theta, p.name: theta[p.name] + delta}
+            columns.append([(simulate(raised, m.exercise) - b) / delta
+                            if _depends(p, m.exercise) else 0.0
+                            for m, b in zip(measurements, base)])
+        sens = np.array(columns).T  # exercises x free parameters
+        current = np.array([theta[p.name] for p in free])
+        offset = np.array(base) - sens @ current  # what no parameter pays for
+        solution = _least_absolute(sens, measured - offset, measured, ROBUST_ROUNDS)
+        theta = {**theta, **{p.name: float(v) for p, v in zip(free, solution)}}
+    catalog = catalog_for(theta)
+    simulated = [simulated_step_ns(m.exercise, catalog) for m in measurements]
+    return Fit(theta, catalog, measurements, simulated)
+
+
+def _least_absolute(a, b, scale, rounds: int, floor: float = 0.01):
+    """x >= 0 that makes sum |(a x - b) / scale| small: least squares reweighted by each
+    row's last absolute error (``rounds`` times, errors under ``floor`` counting as
+    ``floor``), so that a few exercises measured far off pull the fit less than squares
+    would, as the median error the fit is judged by is pulled by them."""
+    from scipy.optimize import nnls
+
+    weights = 1.0 / scale
+    for _ in range(rounds + 1):
+        x, _ = nnls(a * weights[:, None], b * weights)
+        error = np.abs(a @ x - b) / scale
+        weights = 1.0 / (scale * np.sqrt(np.maximum(error, floor)))
+    return x
+
+
+def profile_document(fit_: Fit, machine: str = "") -> dict:
+    """The profiles file of a fit (JSON or YAML): the calibrated device, links and system,
+    with the parameters, the exercises and their errors as a record of where it came from."""
+    catalog = fit_.catalog
+    device = catalog.device(f"{SYSTEM}-cpu")
+    intra, network = catalog.link(f"{SYSTEM}-intra"), catalog.link(f"{SYSTEM}-network")
+    errors = [abs(e) for e in fit_.errors]
+    system = file_record(catalog.system(SYSTEM))
+    system["description"] += f" on {machine}" if machine else ""
+    return {
+        "devices": {device.name: file_record(device)},
+        "links": {link.name: file_record(link) for link in (intra, network)},
+        "systems": {SYSTEM: system},
+        "calibration": {
+            "parameters": {p.name: {"value": round(fit_.parameters[p.name], 3),
+                                    "unit": p.unit, "what": p.what} for p in PARAMETERS},
+            "median_abs_error": float(np.median(errors)), "max_abs_error": float(max(errors)),
+            "exercises": [{"exercise": _short(m.exercise), "measured_ns": round(m.median_ns),
+                           "simulated_ns": round(s)}
+                          for m, s in zip(fit_.measurements, fit_.simulated_ns)]},
+    }
+
+
+def _short(exercise) -> dict:
+    """The fields that set an exercise's step time (``RECORD_FIELDS``)."""
+    return {k: getattr(exercise, k) for k in RECORD_FIELDS}
+

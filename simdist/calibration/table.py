@@ -1,0 +1,120 @@
+"""A user's own table of measured step or epoch times, for ``simdist calibrate --from-csv``.
+
+One row per run, CSV with a header. Configuration columns (all but ``model`` optional):
+``strategy`` (default mirrored), ``workers`` (1), ``replicas`` or ``devices`` (1),
+``model``, ``dataset`` (the model's usual one), ``hidden`` (32), ``global_batch`` (64).
+The time, in one of: ``step_ms``, ``step_s``, or ``epoch_s`` with ``examples`` (an epoch is
+ceil(examples / global_batch) steps). An optional ``split`` column says which rows the fit
+uses (``fit``, the default) and which it only predicts (``check``), to see its error on rows
+it never saw; a row with no time is predicted only.
+
+    strategy,replicas,model,global_batch,step_ms,split
+    mirrored,1,mlp,256,3.1,fit
+    mirrored,4,mlp,1024,6.4,check
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import NamedTuple
+
+from simdist.calibration.fit import Measurement
+from simdist.base.errors import InvalidArgumentError, brief
+from simdist.training.exercises import Exercise
+from simdist.base.files import read_text
+
+DEFAULT_DATASET = {"linear": "regression", "softmax": "digits", "mlp": "digits",
+                   "embedding": "vocab"}
+TIME_COLUMNS = ("step_ms", "step_s", "epoch_s")
+KNOWN = {"strategy", "workers", "replicas", "devices", "model", "dataset", "hidden",
+         "global_batch", "examples", "split", *TIME_COLUMNS}
+
+
+class Row(NamedTuple):
+    """One row: its line number, exercise, measured step time (ns or None), split, and how
+    many steps its time covers (1 for a step time, an epoch's steps for an epoch time)."""
+
+    line: int
+    exercise: Exercise
+    step_ns: float | None
+    split: str
+    steps: int
+
+    @property
+    def measurement(self) -> Measurement:
+        return Measurement(self.exercise, self.step_ns)
+
+
+def read_table(path) -> list[Row]:
+    """The rows of a user's table, each checked, with errors naming the line and value."""
+    path = Path(path)
+    lines = read_text(path, "table").splitlines()
+    reader = csv.DictReader(lines)
+    if not reader.fieldnames:
+        raise InvalidArgumentError(f"{path}: empty table: expected a header line with model "
+                                   f"and one of {', '.join(TIME_COLUMNS)}")
+    header = [name.strip() for name in reader.fieldnames]
+    unknown = [name for name in header if name not in KNOWN]
+    if unknown:
+        raise InvalidArgumentError(f"{path}: unknown column(s) {', '.join(map(repr, unknown))}:"
+                                   f" expected some of {', '.join(sorted(KNOWN))}")
+    times = [c for c in TIME_COLUMNS if c in header]
+    if "model" not in header or len(times) != 1:
+        raise InvalidArgumentError(f"{path}: needs a model column and exactly one time column "
+                                   f"of {', '.join(TIME_COLUMNS)}; has {', '.join(header)}")
+    if times[0] == "epoch_s" and "examples" not in header:
+        raise InvalidArgumentError(f"{path}: epoch_s needs an examples column (the examples "
+                                   "of an epoch)")
+    rows = [_row(path, number, {k.strip(): (v or "").strip() for k, v in raw.items() if k},
+                 times[0])
+            for number, raw in enumerate(reader, start=2)]
+    if not rows:
+        raise InvalidArgumentError(f"{path}: the table has a header but no rows")
+    return rows
+
+
+def _row(path, line: int, raw: dict, time_column: str) -> Row:
+    where = f"{path}, line {line}"
+
+    def integer(name, default):
+        text = raw.get(name, "")
+        if text == "":
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise InvalidArgumentError(f"{where}: {name} {brief(text)}: expected a whole "
+                                       "number") from None
+        if value < 1:
+            raise InvalidArgumentError(f"{where}: {name} {value}: expected a number >= 1")
+        return value
+
+    model = raw.get("model", "")
+    replicas = integer("replicas", None) or integer("devices", 1)
+    try:
+        exercise = Exercise(strategy=raw.get("strategy") or "mirrored", model=model,
+                            dataset=raw.get("dataset") or DEFAULT_DATASET.get(model, "digits"),
+                            workers=integer("workers", 1), devices_per_worker=replicas,
+                            hidden=integer("hidden", 32),
+                            global_batch=integer("global_batch", 64), steps=3)
+    except InvalidArgumentError as error:
+        raise InvalidArgumentError(f"{where}: {error}") from None
+    split = raw.get("split") or "fit"
+    if split not in ("fit", "check"):
+        raise InvalidArgumentError(f"{where}: split {brief(split)}: expected fit or check")
+    steps = 1
+    if time_column == "epoch_s":
+        steps = math.ceil(integer("examples", None) / exercise.global_batch)
+    text = raw.get(time_column, "")
+    if text == "":
+        return Row(line, exercise, None, split, steps)
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidArgumentError(f"{where}: {time_column} {brief(text)}: expected a time > 0")
+    scale = {"step_ms": 1e6, "step_s": 1e9, "epoch_s": 1e9}[time_column]
+    return Row(line, exercise, value * scale / steps, split, steps)

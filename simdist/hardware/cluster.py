@@ -1,0 +1,477 @@
+"""Cluster description: tasks, tf.train.ClusterSpec and TF_CONFIG.
+
+A TensorFlow cluster is a set of *jobs* ("chief", "worker", "ps", ...), each a list of *tasks*
+reached at a "host:port" address. A process learns which task it is from the ``TF_CONFIG``
+environment variable. This module models those three things, the rule that picks the chief,
+and the rule that spreads the simulated tasks over MPI ranks. Device strings
+(``/job:worker/replica:0/task:1/device:GPU:0``, tf.DeviceSpec) are in ``device_spec.py``.
+
+Every task has a place in the *canonical task order*: jobs in ``TASK_TYPES`` order first, other
+job names sorted after them, task indices ascending within a job. Simulated time breaks ties by
+this order, so it must never depend on dict insertion order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from simdist.base.errors import (InvalidArgumentError, NotFoundError, OutOfRangeError, brief,
+                            stricter_than_tf)
+
+TASK_TYPES = ("chief", "master", "worker", "ps", "evaluator")
+
+# TF's runtime parses "/job:NAME" for these names only (device_name_utils.cc)
+_JOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_JOB_RULE = "letters, digits and '_', starting with a letter, such as 'worker'"
+_JOB_WHY = ("TensorFlow's servers name their devices '/job:NAME/...', and its runtime parses "
+            "such names only for " + _JOB_RULE)
+_FIRST_PORT = 2222
+_MAX_LISTED = 8  # how many items an error message lists before abbreviating
+
+
+class ClusterSpecError(InvalidArgumentError):
+    """A cluster description (ClusterSpec or the chief rule) is malformed."""
+
+
+class UnknownTaskTypeError(NotFoundError):
+    """A job (task type) that the cluster does not have."""
+
+
+class UnknownTaskError(NotFoundError):
+    """A task name ("worker:7") that the cluster does not have."""
+
+
+class TaskIndexError(OutOfRangeError):
+    """A task index outside the tasks of its job."""
+
+
+class TFConfigError(InvalidArgumentError):
+    """The TF_CONFIG environment variable is missing or malformed."""
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _job_sort_key(job: str):
+    return (TASK_TYPES.index(job), "") if job in TASK_TYPES else (len(TASK_TYPES), job)
+
+
+def _abbreviate(items: list[str]) -> str:
+    if len(items) <= _MAX_LISTED:
+        return ", ".join(items)
+    head = ", ".join(items[: _MAX_LISTED - 1])
+    return f"{head}, ... ({len(items) - _MAX_LISTED} more), {items[-1]}"
+
+
+# ----------------------------------------------------------------------------------- TaskId
+
+
+@dataclass(frozen=True)
+class TaskId:
+    """One task of a cluster, the (task_type, task_id) pair of TF_CONFIG's "task"."""
+
+    task_type: str
+    task_id: int
+
+    def __post_init__(self):
+        if not isinstance(self.task_type, str) or not _JOB_NAME.fullmatch(self.task_type):
+            raise InvalidArgumentError(
+                f"task_type {brief(self.task_type)} is not a job name: expected {_JOB_RULE}")
+        if not _is_int(self.task_id) or self.task_id < 0:
+            raise InvalidArgumentError(
+                f"task_id {brief(self.task_id)} of task type {brief(self.task_type)} must be an "
+                "int >= 0")
+
+    @property
+    def name(self) -> str:
+        return f"{self.task_type}:{self.task_id}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @classmethod
+    def parse(cls, text: str) -> TaskId:
+        """Parse "worker:1", "/job:worker/task:1" or "/job:worker/replica:0/task:1"."""
+        if isinstance(text, str):
+            match = (re.fullmatch(r"([A-Za-z][A-Za-z0-9_]*):(\d+)", text)
+                     or re.fullmatch(r"/job:([A-Za-z][A-Za-z0-9_]*)(?:/replica:\d+)?/task:(\d+)",
+                                     text))
+            if match:
+                return cls(match.group(1), int(match.group(2)))
+        raise InvalidArgumentError(
+            f"cannot parse task name {brief(text)}: expected 'worker:1', '/job:worker/task:1' "
+            "or '/job:worker/replica:0/task:1'")
+
+
+# -------------------------------------------------------------------------------- ClusterSpec
+
+
+class ClusterSpec:
+    """Models tf.train.ClusterSpec: job name -> {task index: "host:port"}.
+
+    Each job is given as a list of addresses or a dict {index: address} (sparse, as TF
+    allows), possibly empty, or, as our extension, a task count: addresses are then
+    "localhost:2222", "localhost:2223", ... in canonical task order. As in TF, ``jobs`` and
+    ``as_dict`` keep the order the jobs were given in, ``repr`` sorts them, and an empty
+    ClusterSpec is falsy; ``tasks()`` is in canonical task order.
+    """
+
+    def __init__(self, cluster):
+        if isinstance(cluster, ClusterSpec):
+            self._jobs = {job: dict(tasks) for job, tasks in cluster._jobs.items()}
+        elif isinstance(cluster, dict):
+            self._jobs = self._parse(cluster)
+        else:
+            raise ClusterSpecError(
+                f"cannot build a ClusterSpec from {brief(cluster)} ({type(cluster).__name__}): "
+                "expected a dict job name -> list of 'host:port' addresses, "
+                "{index: address} dict, or task count")
+        self._tasks = [TaskId(job, index) for job in sorted(self._jobs, key=_job_sort_key)
+                       for index in self._jobs[job]]
+        self._order = {task: position for position, task in enumerate(self._tasks)}
+
+    @staticmethod
+    def _parse(cluster: dict) -> dict[str, dict[int, str]]:
+        for job in cluster:
+            if not isinstance(job, str) or not _JOB_NAME.fullmatch(job):
+                why = stricter_than_tf(_JOB_WHY) if isinstance(job, str) else ""
+                raise ClusterSpecError(
+                    f"invalid job name {brief(job)}: expected {_JOB_RULE} or 'ps'{why}")
+        jobs: dict[str, dict[int, str] | int] = {}
+        for job, value in cluster.items():
+            if _is_int(value):
+                if value < 1:
+                    raise ClusterSpecError(
+                        f"job {brief(job)} has task count {value}: expected a count >= 1")
+                jobs[job] = value
+            elif isinstance(value, (list, tuple)):
+                jobs[job] = {index: _check_address(job, index, address)
+                             for index, address in enumerate(value)}
+            elif isinstance(value, dict):
+                jobs[job] = {_check_index(job, index): _check_address(job, index, address)
+                             for index, address in value.items()}
+            else:
+                raise ClusterSpecError(
+                    f"job {brief(job)} has value {brief(value)} ({type(value).__name__}): "
+                    "expected a list of 'host:port' addresses, a dict {index: address}, or a "
+                    "task count")
+        # Counted jobs get localhost ports in canonical task order, skipping ports in use.
+        used = {address for tasks in jobs.values() if isinstance(tasks, dict)
+                for address in tasks.values()}
+        port = _FIRST_PORT
+        counted = {}
+        for job in sorted(jobs, key=_job_sort_key):
+            if isinstance(jobs[job], int):
+                counted[job] = {}
+                for index in range(jobs[job]):
+                    while f"localhost:{port}" in used:
+                        port += 1
+                    counted[job][index] = f"localhost:{port}"
+                    port += 1
+        return {job: dict(sorted(counted.get(job, tasks).items()))
+                for job, tasks in jobs.items()}
+
+    # -- TF's API
+    @property
+    def jobs(self) -> list[str]:
+        return list(self._jobs)
+
+    def num_tasks(self, job_name: str) -> int:
+        return len(self._job(job_name))
+
+    def task_indices(self, job_name: str) -> list[int]:
+        return list(self._job(job_name))
+
+    def task_address(self, job_name: str, task_index: int) -> str:
+        tasks = self._job(job_name)
+        if not _is_int(task_index):
+            raise InvalidArgumentError(
+                f"task index {brief(task_index)} for job {brief(job_name)} must be an int")
+        if task_index not in tasks:
+            raise TaskIndexError(
+                f"task index {task_index} out of range for job {brief(job_name)}: "
+                f"the cluster has {_describe_job(job_name, tasks)}")
+        return tasks[task_index]
+
+    def job_tasks(self, job_name: str) -> list[str | None]:
+        """Addresses of the job by index, None for the gaps of a sparse job (like TF)."""
+        tasks = self._job(job_name)
+        return [tasks.get(index) for index in range(max(tasks, default=-1) + 1)]
+
+    def as_dict(self) -> dict[str, list[str] | dict[int, str]]:
+        """job -> list of addresses, or {index: address} for a sparse or empty job (as TF)."""
+        return {job: list(tasks.values()) if tasks and list(tasks) == list(range(len(tasks)))
+                else dict(tasks) for job, tasks in self._jobs.items()}
+
+    # -- task order
+    def tasks(self) -> list[TaskId]:
+        return list(self._tasks)
+
+    def task_tuple(self) -> tuple[TaskId, ...]:
+        """Every task in task order, as one tuple that every caller shares (each of
+        thousands of simulated tasks keeps it: a copy each would cost tasks^2)."""
+        tasks = self.__dict__.get("_task_tuple")
+        if tasks is None:
+            tasks = self._task_tuple = tuple(self._tasks)
+        return tasks
+
+    def task_names(self) -> tuple[str, ...]:
+        """Every task's name ("worker:0"), in task order, shared as ``task_tuple``."""
+        names = self.__dict__.get("_task_names")
+        if names is None:
+            names = self._task_names = tuple(t.name for t in self._tasks)
+        return names
+
+    @property
+    def num_tasks_total(self) -> int:
+        return len(self._tasks)
+
+    def task(self, name_or_task: str | TaskId) -> TaskId:
+        """The TaskId of "worker:1" (or of a TaskId), checking that the cluster has it."""
+        task = name_or_task if isinstance(name_or_task, TaskId) else TaskId.parse(name_or_task)
+        if task not in self._order:
+            described = [_describe_job(job, tasks) for job, tasks in self._jobs.items()
+                         if tasks]
+            raise UnknownTaskError(
+                f"no task {brief(task.name)} in the cluster: it has "
+                f"{_abbreviate(described) or 'no tasks'}")
+        return task
+
+    def task_order(self, name_or_task: str | TaskId) -> int:
+        return self._order[self.task(name_or_task)]
+
+    def _job(self, job_name: str) -> dict[int, str]:
+        if job_name not in self._jobs:
+            raise UnknownTaskTypeError(
+                f"job {brief(job_name)} is not in the cluster: its jobs are "
+                f"{', '.join(self._jobs) or '(none)'}")
+        return self._jobs[job_name]
+
+    def __eq__(self, other):
+        if isinstance(other, ClusterSpec):
+            return self._jobs == other._jobs
+        return NotImplemented
+
+    def __bool__(self) -> bool:
+        return bool(self._jobs)
+
+    def __repr__(self) -> str:
+        jobs = self.as_dict()
+        return "ClusterSpec({" + ", ".join(f"{job!r}: {jobs[job]!r}"
+                                          for job in sorted(jobs)) + "})"
+
+
+def _check_index(job: str, index) -> int:
+    if isinstance(index, str) and index.isdigit():  # JSON object keys are strings
+        index = int(index)
+    if not _is_int(index) or index < 0:
+        why = stricter_than_tf("no task has a negative index") if _is_int(index) else ""
+        raise ClusterSpecError(f"job {brief(job)} has task index {brief(index)}: expected an "
+                               f"int >= 0{why}")
+    return index
+
+
+def _check_address(job: str, index, address) -> str:
+    if not isinstance(address, str) or not address:
+        why = stricter_than_tf("a task needs an address to be reached at") \
+            if address == "" else ""
+        raise ClusterSpecError(
+            f"task {job}:{index} has address {brief(address)}: expected a 'host:port' "
+            f"string{why}")
+    return address
+
+
+def _describe_job(job: str, tasks: dict[int, str]) -> str:
+    """'worker:0..worker:3' for a dense job, 'worker:1, worker:4' for a sparse one."""
+    indices = list(tasks)
+    if not indices:
+        return f"no {job} task"
+    if len(indices) > 1 and indices == list(range(indices[0], indices[-1] + 1)):
+        return f"{job}:{indices[0]}..{job}:{indices[-1]}"
+    return _abbreviate([f"{job}:{index}" for index in indices])
+
+
+def chief_task(cluster: ClusterSpec) -> TaskId:
+    """The chief: the "chief" task, else "master:0" (TFJob form), else "worker:0"."""
+    for job in ("chief", "master"):
+        if job in cluster.jobs:
+            indices = cluster.task_indices(job)
+            if len(indices) != 1:
+                raise ClusterSpecError(
+                    f"job {brief(job)} has {len(indices)} tasks: a cluster has exactly one chief")
+            return TaskId(job, indices[0])
+    if "worker" in cluster.jobs and 0 in cluster.task_indices("worker"):
+        return TaskId("worker", 0)
+    raise ClusterSpecError(
+        f"cluster {brief(cluster)} has no chief: expected a 'chief' job, a 'master' job, "
+        "or a task 'worker:0'")
+
+
+# ----------------------------------------------------------------------------------- TF_CONFIG
+
+
+_TASK_FORM = '{"type": "worker", "index": 0}'
+#: why simdist refuses a TF_CONFIG task that TFConfigClusterResolver reads without a check
+_TASK_WHY = ("TFConfigClusterResolver reads any task unchecked and the mistake shows only "
+             "later, when the server cannot start")
+
+
+@dataclass
+class TFConfig:
+    """Models the TF_CONFIG environment variable as TFConfigClusterResolver reads it: the
+    cluster and which task this process is. Without a cluster it is a local task (TF's
+    resolver gives an empty ClusterSpec and the master ''), whose task is not checked."""
+
+    cluster: ClusterSpec
+    task_type: str | None
+    task_id: int | None
+    rpc_layer: str | None = None
+    environment: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.cluster, ClusterSpec):
+            self.cluster = ClusterSpec(self.cluster)
+        if (self.task_type is None) != (self.task_id is None):
+            raise TFConfigError(
+                f"TF_CONFIG task has type {brief(self.task_type)} and index {brief(self.task_id)}: "
+                "give both or neither" + stricter_than_tf(_TASK_WHY))
+        if self.task_type is not None:
+            if not _is_int(self.task_id):
+                raise TFConfigError(
+                    f"TF_CONFIG task index {brief(self.task_id)} must be an int, "
+                    f"such as {_TASK_FORM}")
+            if self.cluster:
+                try:
+                    self.cluster.task_address(self.task_type, self.task_id)
+                except (UnknownTaskTypeError, TaskIndexError) as error:
+                    raise type(error)(f"{error}" + stricter_than_tf(_TASK_WHY)) from None
+        for key in ("rpc_layer", "environment"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise TFConfigError(f"TF_CONFIG {key!r} is {brief(value)}: expected a string"
+                                    + stricter_than_tf("it names a protocol or a platform"))
+
+    @classmethod
+    def from_json(cls, text: str) -> TFConfig:
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as error:
+            shown = text[:80] + ("..." if len(text) > 80 else "")
+            raise TFConfigError(
+                f"TF_CONFIG is not valid JSON ({error.msg} at line {error.lineno} column "
+                f"{error.colno}, char {error.pos}): {shown!r}") from None
+        except TypeError:
+            raise TFConfigError(f"TF_CONFIG must be a JSON string, got {brief(text)}") from None
+        except RecursionError:
+            raise TFConfigError("TF_CONFIG nests JSON arrays or objects too deeply to "
+                                "read") from None
+        if not isinstance(config, dict):
+            raise TFConfigError(
+                f"TF_CONFIG must be a JSON object such as {{\"cluster\": ..., \"task\": ...}}, "
+                f"got {text[:80]!r}" + stricter_than_tf(
+                    "a TF_CONFIG that is not an object is always a mistake (TF reads some of "
+                    "them as no cluster and no task)"))
+        task = config.get("task")
+        task_type = task_id = None
+        if task is not None:
+            if not isinstance(task, dict):
+                raise TFConfigError(
+                    f"TF_CONFIG 'task' is {brief(task)}: expected an object such as "
+                    f"{_TASK_FORM}" + stricter_than_tf(_TASK_WHY))
+            for key in ("type", "index"):
+                if key not in task:
+                    raise TFConfigError(
+                        f"TF_CONFIG 'task' {brief(task)} has no {key!r}: expected an object "
+                        f"such as {_TASK_FORM}" + stricter_than_tf(_TASK_WHY))
+            task_type, task_id = task["type"], _task_index(task["index"])
+            if not isinstance(task_type, str):
+                raise TFConfigError(f"TF_CONFIG task type {brief(task_type)} must be a string"
+                                    + stricter_than_tf(_TASK_WHY))
+        return cls(ClusterSpec(config.get("cluster", {})), task_type, task_id,
+                   config.get("rpc_layer"), config.get("environment"))
+
+    @classmethod
+    def from_env(cls, environ=None) -> TFConfig:
+        """Read TF_CONFIG from ``environ`` (default: os.environ)."""
+        environ = os.environ if environ is None else environ
+        text = environ.get("TF_CONFIG")
+        if not text:
+            raise TFConfigError(
+                "TF_CONFIG is not set: set it to a JSON object such as "
+                '{"cluster": {"worker": ["localhost:2222"]}, "task": {"type": "worker", '
+                '"index": 0}}')
+        return cls.from_json(text)
+
+    def to_json(self) -> str:
+        config: dict = {"cluster": self.cluster.as_dict()}
+        if self.task_type is not None:
+            config["task"] = {"type": self.task_type, "index": self.task_id}
+        if self.rpc_layer is not None:
+            config["rpc_layer"] = self.rpc_layer
+        if self.environment is not None:
+            config["environment"] = self.environment
+        return json.dumps(config, sort_keys=True)
+
+    @property
+    def task(self) -> TaskId:
+        if self.task_type is None:
+            raise TFConfigError("TF_CONFIG has no 'task': this process is not a cluster task")
+        return TaskId(self.task_type, self.task_id)
+
+    @property
+    def is_chief(self) -> bool:
+        """TF's ``multi_worker_util.is_chief``: the chief task, an evaluator (a chief of its
+        own: it trains nothing), or worker 0 of a cluster without a chief job; simdist also
+        counts a TFJob "master" as the chief."""
+        if self.task_type in ("chief", "evaluator"):
+            return True
+        if "chief" in self.cluster.jobs or "master" in self.cluster.jobs:
+            return self.task == chief_task(self.cluster)
+        return (self.task_type, self.task_id) == ("worker", 0)
+
+
+def _task_index(index) -> int:
+    """TF_CONFIG's task "index": an int, or a string TF reads with ``int()``."""
+    if isinstance(index, str):
+        try:
+            return int(index)
+        except ValueError:
+            raise TFConfigError(f"TF_CONFIG task index {brief(index)} is not an integer, "
+                                f"such as {_TASK_FORM}") from None
+    if not _is_int(index):
+        why = stricter_than_tf("int() would silently truncate it") \
+            if isinstance(index, (bool, float)) else ""
+        raise TFConfigError(f"TF_CONFIG task index {brief(index)} must be an int, such as "
+                            f"{_TASK_FORM}{why}")
+    return index
+
+
+def tf_config_for_all_tasks(cluster) -> dict[str, str]:
+    """The TF_CONFIG JSON of every task, by task name, in canonical task order."""
+    cluster = ClusterSpec(cluster)
+    return {task.name: TFConfig(cluster, task.task_type, task.task_id).to_json()
+            for task in cluster.tasks()}
+
+
+# ------------------------------------------------------------------------------- MPI ranks
+
+
+def task_to_rank(num_tasks: int, num_ranks: int) -> list[int]:
+    """The MPI rank that runs each task (by task order): contiguous, balanced blocks."""
+    if not _is_int(num_tasks) or num_tasks < 1:
+        raise InvalidArgumentError(f"number of tasks {brief(num_tasks)} must be an int >= 1")
+    if not _is_int(num_ranks) or num_ranks < 1:
+        raise InvalidArgumentError(f"number of MPI ranks {brief(num_ranks)} must be an int >= 1")
+    if num_ranks > num_tasks:
+        raise InvalidArgumentError(
+            f"mpiexec -n {num_ranks} is larger than the number of simulated tasks "
+            f"({num_tasks}): every MPI rank needs at least one task; use -n {num_tasks} or fewer")
+    base, extra = divmod(num_tasks, num_ranks)
+    ranks = []
+    for rank in range(num_ranks):
+        ranks += [rank] * (base + (1 if rank < extra else 0))
+    return ranks

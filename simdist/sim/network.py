@@ -1,0 +1,144 @@
+"""The network between simulated tasks: links, NIC queues and message arrival times.
+
+It models what a real cluster's interconnect does to TensorFlow's tensor transfers: a message
+of n bytes over a link with latency a and bandwidth B takes a + n/B when the link is free.
+Every endpoint (a machine's NIC, or a task's port on the machine's internal link) has one
+FIFO per direction, so many workers pushing gradients to one parameter server queue up at
+its NIC. Egress: the sender's NIC serializes messages in send order. Ingress: the receiver's
+NIC serializes them in the order their first bit arrives.
+
+The network is a deterministic state machine that every MPI rank runs identically on the
+same inputs (all messages of a window, in a fixed order), so arrival times never depend on
+how tasks are spread over ranks.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from heapq import heappop, heappush
+from typing import Any, NamedTuple
+
+from simdist.sim.core import INFINITY
+from simdist.hardware.devices import LINK_KINDS, Hardware
+from simdist.sim.flows import FlowModel
+from simdist.sim.resources import Ports
+from simdist.trace.schema import Tracer
+
+NETWORK_STREAM = "network"
+
+
+def nic_name(machine: int) -> str:
+    """The trace process that shows one machine's NIC queues."""
+    return f"machine:{machine} NIC"
+
+
+class MessageHeader(NamedTuple):
+    """What every rank learns of a message sent in a window (its payload travels apart)."""
+
+    sent_at: int
+    src: int  # task order of the sender
+    seq: int  # the sender's message number
+    dst: int  # task order of the receiver
+    tag: Any
+    nbytes: int
+    desc: tuple  # the payload's description (payloads.describe_payload), with array specs
+    src_device: int | None
+    dst_device: int | None
+
+
+#: ``new_header((sent_at, src, ...))``: a MessageHeader without NamedTuple's Python-level
+#: ``__new__`` (a send is a hot path)
+new_header = partial(tuple.__new__, MessageHeader)
+
+
+def _send_order(header: MessageHeader):
+    return header.sent_at, header.src, header.seq
+
+
+class Network:
+    """NIC FIFOs and link costs for the tasks of one cluster (a replicated state machine)."""
+
+    def __init__(self, hardware: Hardware, task_names: list[str], tracer: Tracer):
+        self.hardware = hardware
+        self.task_names = task_names
+        self.tracer = tracer
+        self._ports = Ports()
+        self._heads: list = []  # (head time, dst order, src order, seq, message header)
+        self._flow_ids = 0
+        # as many records as all the tasks together (it records all their messages)
+        self._out = tracer.stream(NETWORK_STREAM, len(task_names)) if tracer.enabled else None
+        self._lanes = {kind: (f"{kind} tx", f"{kind} rx") for kind in LINK_KINDS}
+        self._machine = [hardware.layout.machine_of(i) for i in range(len(task_names))]
+        self._nic = [("nic", m) for m in self._machine]  # a task's own port is its order
+        self.bytes_sent = 0
+        self.messages = 0
+        #: the flow-level collectives (``fidelity="flow"``), beside the messages
+        self.flows = FlowModel(hardware, task_names, self.min_latency())
+
+    def min_latency(self) -> int:
+        """The window width for conservative synchronization: no message is faster."""
+        return self.hardware.min_latency_ns(len(self.task_names))
+
+    def _route(self, src: int, dst: int):
+        """(link, crosses the network?, sender endpoint, receiver endpoint) of a message."""
+        machine = self._machine
+        if machine[src] != machine[dst]:
+            return self.hardware.network, True, self._nic[src], self._nic[dst]
+        return self.hardware.intra_link, False, src, dst
+
+    def egress(self, headers) -> None:
+        """Serialize newly sent messages on their senders' endpoints, in (time, source, seq)."""
+        ports, heads, out = self._ports, self._heads, self._out
+        for header in sorted(headers, key=_send_order):
+            sent_at, src, seq, dst, tag, nbytes = header[:6]
+            link, crosses, endpoint, _ = self._route(src, dst)
+            start, ser, head = ports.send(endpoint, link, sent_at, nbytes)
+            if crosses and ser and out is not None:
+                out.span(nic_name(endpoint[1]), "egress",
+                         f"{self.task_names[src]} → {self.task_names[dst]}", "network", start,
+                         ser, {"bytes": nbytes, "tag": str(tag)})
+            heappush(heads, (head, dst, src, seq, header, start, ser))
+
+    def next_time(self):
+        """When the next message's first bit reaches its receiver, or the next flow event
+        happens, or INFINITY."""
+        head = self._heads[0][0] if self._heads else INFINITY
+        return min(head, self.flows.next_time())
+
+    def ingress(self, limit: int):
+        """Deliver every message whose first bit arrives before ``limit``.
+
+        Returns (arrival time, header) pairs in a fixed order; the receiver's endpoint
+        serializes messages in the order their first bit arrived.
+        """
+        ports, heads = self._ports, self._heads
+        out = []
+        while heads and heads[0][0] < limit:
+            head, dst, src, seq, header, tx_start, ser = heappop(heads)
+            link, crosses, _, endpoint = self._route(src, dst)
+            start, arrival = ports.receive(endpoint, head, ser)
+            if self._out is not None:
+                self._record(header, link, crosses, endpoint, tx_start, start, head, arrival)
+            self.bytes_sent += header.nbytes
+            out.append((arrival, header))
+        self.messages += len(out)
+        return out
+
+    def _record(self, header, link, crosses, endpoint, tx_start, rx_start, head, arrival):
+        """Trace one message: NIC spans, the sender's and receiver's transfer spans, a flow."""
+        out = self._out
+        sent_at, src, seq, dst, tag, nbytes = header[:6]
+        src_name, dst_name = self.task_names[src], self.task_names[dst]
+        ser = arrival - rx_start
+        tag = str(tag)
+        if crosses and ser:
+            out.span(nic_name(endpoint[1]), "ingress", f"{src_name} → {dst_name}", "network",
+                     rx_start, ser, {"bytes": nbytes, "tag": tag, "queued_ns": rx_start - head})
+        args = {"bytes": nbytes, "tag": tag, "link": link.name,
+                "queued_ns": rx_start - head + tx_start - sent_at}
+        tx_lane, rx_lane = self._lanes[link.kind]
+        out.span(src_name, tx_lane, f"send {tag} → {dst_name}", "send", tx_start, ser, args)
+        out.span(dst_name, rx_lane, f"recv {tag} ← {src_name}", "recv", rx_start, ser, args)
+        self._flow_ids += 1
+        out.flow(self._flow_ids, tag, "message", src_name, tx_lane, tx_start, dst_name, rx_lane,
+                 arrival, {"bytes": nbytes, "sent_at_ns": sent_at, "link": link.name})

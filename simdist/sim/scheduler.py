@@ -1,0 +1,277 @@
+"""The scheduler: runs one program on every task of a cluster, in-process or over MPI ranks.
+
+Time advances in conservative windows (a classic parallel discrete-event simulation scheme).
+Each window starts at the earliest pending event over all ranks, T, and is as wide as the
+fastest link between two tasks, L: a message sent inside [T, T+L) cannot arrive before T+L, so
+every rank can run its tasks' events in that window without hearing from the others. Between
+windows the ranks swap the window's messages (one allgather of headers, payloads by buffer
+calls) and every rank advances the same network model on the same inputs. The in-process
+transport runs the very same loop with a single rank, which is why both give identical traces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import warnings
+from dataclasses import dataclass, field
+
+from simdist.hardware.cluster import ClusterSpec, task_to_rank
+from simdist.sim.context import TaskContext
+from simdist.sim.core import INFINITY, Environment, SimulationDeadlock
+from simdist.hardware.devices import Hardware, HardwareCatalog
+from simdist.base.errors import InvalidArgumentError
+from simdist.sim.flows import FIDELITIES
+from simdist.sim.limits import RunLimitError, RunLimits
+from simdist.sim.network import NETWORK_STREAM, Network, nic_name
+from simdist.sim.payloads import rebuild_payload
+from simdist.trace.schema import TRACE_MAX_MB, Trace, Tracer, build_trace, max_records_per_stream
+from simdist.sim.transports import InProcessTransport
+from simdist.hardware.units import format_ns
+
+
+@dataclass
+class SimulationResult:
+    """What ``simulate`` returns (complete on rank 0; other ranks get their own part)."""
+
+    trace: Trace | None
+    end_time: int
+    returns: dict = field(default_factory=dict)
+    events: int = 0
+    windows: int = 0
+    messages: int = 0
+    bytes_sent: int = 0
+    transport: str = "inprocess"
+    ranks: int = 1
+    rank: int = 0
+    fidelity: str = "message"
+    flows: int = 0  # flow-level collectives run (fidelity "flow")
+    #: the trace holds only the records before this time (its cap was reached), or None
+    trace_cut_ns: int | None = None
+
+
+class TraceCapWarning(UserWarning):
+    """The trace reached its cap (``trace_max_mb``): it holds the start of the run only."""
+
+
+def trace_cap_message(result: SimulationResult, max_mb) -> str:
+    """One line: where the trace was cut and how to keep more."""
+    share = result.trace_cut_ns / result.end_time * 100 if result.end_time else 100.0
+    return (f"trace capped at {max_mb:g} MB: it keeps the first {format_ns(result.trace_cut_ns)}"
+            f" of {format_ns(result.end_time)} simulated ({share:.1f}%); raise "
+            "--trace-max-mb (trace_max_mb=) to keep more, or run without a trace")
+
+
+def default_hardware() -> Hardware:
+    return Hardware.from_catalog(HardwareCatalog.default(), "cpu")
+
+
+def simulate(cluster, main, *, hardware: Hardware | None = None, seed: int = 0,
+             trace: bool = True, transport=None, metadata: dict | None = None,
+             limits: RunLimits | None = None, fidelity: str = "message",
+             trace_max_mb: float | None = TRACE_MAX_MB) -> SimulationResult:
+    """Run ``main(ctx)`` (a generator function) as the program of every task of ``cluster``.
+
+    ``cluster`` is a ClusterSpec or its dict; ``transport`` is ``InProcessTransport()``
+    (default) or ``MPITransport()`` under mpiexec; ``limits`` (``RunLimits``) ends a run
+    that takes too many events or too long with a ``RunLimitError``; ``fidelity`` is
+    "message" (every message of a collective simulated) or "flow" (a collective over
+    size-only values is a few flows: ``simdist.collectives.flow``); ``trace_max_mb`` caps
+    the trace's memory (``trace.Tracer``; None: no cap). Returns the trace, the simulated
+    end time and each task's return value.
+    """
+    with _collector_paused():
+        simulation = Simulation(cluster, main, hardware=hardware, seed=seed, trace=trace,
+                                transport=transport, metadata=metadata, limits=limits,
+                                fidelity=fidelity, trace_max_mb=trace_max_mb)
+        simulation.advance()
+        return simulation.result()
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """A run allocates many small objects that live to the end (trace records, messages);
+    Python's cyclic collector would rescan them again and again, so pause it meanwhile."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+class Simulation:
+    """One simulation of a cluster, advanced window by window: ``simulate`` runs it to the
+    end; a TF1 session that outlives one ``Session.run`` advances it run by run."""
+
+    def __init__(self, cluster, main, *, hardware: Hardware | None = None, seed: int = 0,
+                 trace: bool = True, transport=None, metadata: dict | None = None,
+                 limits: RunLimits | None = None, fidelity: str = "message",
+                 trace_max_mb: float | None = TRACE_MAX_MB):
+        cluster = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(cluster)
+        self.hardware = hardware = hardware or default_hardware()
+        self.transport = transport = transport or InProcessTransport()
+        if not isinstance(seed, int):
+            raise InvalidArgumentError(f"seed must be an int, got {seed!r}")
+        if fidelity not in FIDELITIES:
+            raise InvalidArgumentError(f"fidelity {fidelity!r}: expected one of "
+                                       f"{', '.join(FIDELITIES)}")
+        self.seed, self.trace, self.metadata, self.limits = seed, trace, metadata, limits
+        self.fidelity, self.trace_max_mb = fidelity, trace_max_mb
+        tasks = cluster.tasks()
+        self.names = names = [t.name for t in tasks]
+        self.rank_of = rank_of = task_to_rank(len(tasks), transport.size)
+        me = transport.rank
+
+        self.env = env = Environment()
+        self.tracer = tracer = Tracer(trace, max_records_per_stream(trace_max_mb, len(tasks)))
+        self.outbox: list = []
+        self.joins: list = []  # flow-level collectives joined in this window (FlowJoin)
+        self.contexts: dict[int, TaskContext] = {}
+        self.procs = {}
+        for order, task in enumerate(tasks):
+            if rank_of[order] != me:
+                continue
+            ctx = self.contexts[order] = TaskContext(env, cluster, task, hardware, tracer, seed,
+                                                     self.outbox, fidelity, self.joins)
+            generator = main(ctx)
+            if not hasattr(generator, "send"):
+                raise InvalidArgumentError(
+                    f"the program's main({ctx.name}) returned {generator!r}, expected a "
+                    "generator: write it as a function that yields events (env.timeout, "
+                    "ctx.recv, ...)")
+            self.procs[order] = env.process(generator, name=f"{task.name}/main", order=order)
+
+        self.network = Network(hardware, names, tracer if me == 0 else Tracer(enabled=False))
+        self.window = self.network.min_latency()
+        if self.window <= 0:
+            raise InvalidArgumentError(f"the smallest link latency is {self.window} ns; every "
+                                       "link needs a latency > 0 ns for the time windows to "
+                                       "advance")
+        self.payloads: dict = {}
+        self.windows = 0
+
+    def advance(self, until=None) -> None:
+        """Run time windows until the event ``until`` has happened (in-process only), or,
+        with None, until nothing is left to run; a run that stops with processes still
+        waiting (daemons aside) is a ``SimulationDeadlock``."""
+        with _collector_paused():
+            self._advance(until)
+
+    def _advance(self, until) -> None:
+        env, network, transport, outbox = self.env, self.network, self.transport, self.outbox
+        contexts, payloads, limits = self.contexts, self.payloads, self.limits
+        out_of_time = limits.out_of_time if limits is not None else None
+        joins = self.joins
+        while until is None or not until.processed:
+            sent, outbox[:] = list(outbox), []
+            joined, joins[:] = list(joins), []
+            info = transport.allgather(([m[0] for m in sent], env.peek(), env.live_processes,
+                                        env.now, env.events_scheduled,
+                                        out_of_time is not None and out_of_time(), joined))
+            _move_payloads(transport, sent, info, self.rank_of, payloads, contexts)
+            network.egress([h for headers, *_ in info for h in headers])
+            if any(i[6] for i in info):
+                network.flows.join([j for i in info for j in i[6]])
+            start = min(min(i[1] for i in info), network.next_time())
+            if start == INFINITY:
+                if sum(i[2] for i in info):  # processes still live: a deadlock unless daemons
+                    _raise_deadlock(transport, env, info, self.names)
+                break
+            if limits is not None:  # every rank sees the same numbers: all stop together
+                events = sum(i[4] for i in info)
+                reached = limits.reached(events, start, any(i[5] for i in info))
+                if reached:
+                    raise RunLimitError(reached, events, start, self.windows, network.messages,
+                                        sum(i[2] for i in info))
+            limit = start + self.window
+            for arrival, header in network.ingress(limit):
+                ctx = contexts.get(header.dst)
+                if ctx is not None:
+                    ctx.deliver_at(arrival, header, payloads.pop((header.src, header.seq)))
+            for end, order, key, ends in network.flows.advance(limit):
+                ctx = contexts.get(order)
+                if ctx is not None:
+                    ctx.flow_done_at(end, key, ends)
+            env.run_until(limit)
+            self.windows += 1
+
+    def result(self) -> SimulationResult:
+        """The run's result (complete on rank 0), once ``advance()`` has run it to the end."""
+        env, network, transport, names = self.env, self.network, self.transport, self.names
+        me = transport.rank
+        returns = {names[o]: p.value for o, p in self.procs.items()}
+        parts = transport.gather((self.tracer.streams, returns, env.events_scheduled, env.now,
+                                  self.tracer.cuts()))
+        result = SimulationResult(None, env.now, returns, env.events_scheduled, self.windows,
+                                  network.messages, network.bytes_sent, transport.name,
+                                  transport.size, me, self.fidelity, network.flows.flows)
+        if me != 0:
+            return result
+        streams: dict = {}
+        for part_streams, part_returns, _, _, part_cuts in parts:
+            streams.update(part_streams)
+            if part_cuts:
+                cut = min(part_cuts.values())
+                result.trace_cut_ns = min(cut, result.trace_cut_ns or cut)
+        result.returns = {n: r for part in parts for n, r in part[1].items()}
+        result.returns = {n: result.returns[n] for n in names}
+        result.events = sum(p[2] for p in parts)
+        result.end_time = max(p[3] for p in parts)
+        if self.trace:
+            result.trace = self.build_trace(streams, result.end_time, result.trace_cut_ns)
+            if result.trace_cut_ns is not None:
+                warnings.warn(TraceCapWarning(trace_cap_message(result, self.trace_max_mb)),
+                              stacklevel=3)
+        return result
+
+    def build_trace(self, streams, end_time: int, cut: int | None = None) -> Trace:
+        hardware, names = self.hardware, self.names
+        machines = hardware.layout.num_machines(len(names))
+        nics = [nic_name(m) for m in range(machines)] if machines > 1 else []
+        meta = {**(self.metadata or {}), "seed": self.seed, "system": hardware.system.name,
+                "tasks": len(names), "machines": machines,
+                "tasks_per_machine": hardware.layout.tasks_per_machine,
+                "end_time_ns": end_time}
+        if self.fidelity != "message":
+            meta["fidelity"] = self.fidelity
+        if cut is not None:
+            meta["truncated"] = {"before_ns": cut, "trace_max_mb": self.trace_max_mb}
+        return build_trace(streams, names + [NETWORK_STREAM], names + nics, meta, cut)
+
+
+def _move_payloads(transport, sent, info, rank_of, payloads, contexts):
+    """Hand this window's payload arrays to the rank of each message's destination (into the
+    receive buffer its receiver offered, when there is one: ``TaskContext.landing_buffer``)."""
+    me = transport.rank
+    outgoing = []
+    for header, arrays, payload in sent:
+        dst_rank = rank_of[header.dst]
+        if dst_rank == me:
+            payloads[(header.src, header.seq)] = payload
+        else:
+            outgoing.append((dst_rank, (header.src, header.seq), arrays))
+    incoming, descs = [], {}
+    for src_rank, (headers, *_) in enumerate(info):
+        if src_rank == me:
+            continue
+        for h in headers:
+            if rank_of[h.dst] == me:
+                # (dtype, shape) of each array, and where the one array may land
+                incoming.append((src_rank, (h.src, h.seq), h.desc[-1],
+                                 contexts[h.dst].landing_buffer(h)))
+                descs[(h.src, h.seq)] = h.desc
+    if outgoing or incoming:
+        received = transport.exchange_payloads(outgoing, incoming)
+        for key, specs_desc in descs.items():
+            payloads[key] = rebuild_payload(specs_desc, received[key])
+
+
+def _raise_deadlock(transport, env, info, names):
+    blocked = [b for part in transport.allgather(env.blocked()) for b in part]
+    if not blocked:  # every live process is a daemon (e.g. a server in join()): a clean end
+        return
+    order = {n: i for i, n in enumerate(names)}
+    blocked.sort(key=lambda b: (order.get(b[0].split("/")[0], len(order)), b[0]))
+    raise SimulationDeadlock(max(i[3] for i in info), blocked)

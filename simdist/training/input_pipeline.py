@@ -1,0 +1,262 @@
+"""A loader and a trainer sharing a queue: TF1's way of overlapping input with training.
+
+``loader_trainer`` builds the between-graph program TF1 tutorials describe, on a simulated
+cluster of a ps task and two workers: the queue lives on ``ps:0`` (``shared_name``), the
+loader client on ``worker:1`` runs ``loader_threads`` QueueRunner threads that each read one
+element per run, and the trainer client on ``worker:0`` dequeues ``batch`` elements per step
+and trains (``train_flops`` on its CPU). A read is I/O (a disk, a remote file system): it
+waits ``read_us`` without occupying the CPU, which is why TF1 programs used several enqueue
+threads, and now and then (``stall_probability``, seeded) it stalls for ``stall_us``, which
+is what a queue's capacity is for: a full queue carries the trainer through a stall. The
+trainer is *starved* while its dequeue waits on an empty queue; ``starvation_sweep`` shows
+how the capacity and the number of enqueue threads change that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simdist.base.errors import CancelledError, InvalidArgumentError, OutOfRangeError, check_ints
+from simdist.graph._sim.clients import simulate_clients
+from simdist.graph.coordinator import Coordinator
+from simdist.graph.data_flow_ops import FIFOQueue
+from simdist.graph.graph import Graph
+from simdist.graph.queue_runner import QueueRunner
+from simdist.graph.io_ops import read_record
+from simdist.graph.script_ops import timed_py_func
+from simdist.graph.server import Server, stop_all_servers
+from simdist.graph.session import Session
+
+QUEUE = "examples"
+
+
+@dataclass
+class PipelineRun:
+    """What ``loader_trainer`` gives: the trace, the trainer's step end times, how long its
+    dequeues waited in all (starvation), and the queue's size over time."""
+
+    trace: object
+    step_ends: list
+    starved_ns: int
+    end_time: int
+    occupancy: list  # [(time ns, size)]
+
+    @property
+    def starved_fraction(self) -> float:
+        return self.starved_ns / self.end_time if self.end_time else 0.0
+
+
+def _compute(tf, flops: float):
+    """A scalar op whose run does about ``flops`` of work (a square matmul)."""
+    n = max(1, round((flops / 2) ** (1 / 3)))  # a matmul of n x n by n x n: 2 n^3 FLOPs
+    return tf.reduce_sum(tf.matmul(tf.ones([n, n]), tf.ones([n, n]))) / float(n ** 3)
+
+
+def loader_trainer(capacity: int = 4, loader_threads: int = 1, steps: int = 20,
+                   batch: int = 2, element_size: int = 256, read_us: float = 25.0,
+                   stall_us: float = 775.0, stall_probability: float = 0.1,
+                   train_flops: float = 2.5e7, seed: int = 0, train_us: float | None = None
+                   ) -> PipelineRun:
+    """Simulate the loader/trainer program; see the module docstring. With ``train_us``, a
+    step is a ``timed_py_func`` of that length instead of ``train_flops`` of compute: the
+    step realdist's ``real_loader_trainer`` measures."""
+    check_ints("loader_trainer", capacity=capacity, loader_threads=loader_threads,
+               steps=steps, batch=batch, element_size=element_size)
+    import simdist.graph as tf
+
+    stop_all_servers()
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2222"],
+                                    "worker": ["localhost:2223", "localhost:2224"]})
+    servers = [Server(cluster, "ps", 0), Server(cluster, "worker", 0),
+               Server(cluster, "worker", 1)]
+
+    def shared_queue():
+        with tf.device("/job:ps/task:0"):
+            return FIFOQueue(capacity, tf.float32, shapes=[element_size], shared_name=QUEUE,
+                             name=QUEUE)
+
+    def loader():
+        graph = Graph()
+        with graph.as_default():
+            queue = shared_queue()
+            with tf.device("/job:worker/task:1"):
+                reads = [read_record(element_size, read_us, seed + i, stall_us,
+                                     stall_probability) for i in range(loader_threads)]
+            # the trainer closes the queue under the enqueue threads: for them a cancelled
+            # enqueue means "closed" too (on TF as here: by default only OutOfRangeError does)
+            runner = QueueRunner(queue, [queue.enqueue(r) for r in reads],
+                                 queue_closed_exception_types=(OutOfRangeError,
+                                                               CancelledError))
+        with Session(servers[2].target, graph=graph) as sess:
+            coord = Coordinator()
+            threads = runner.create_threads(sess, coord)
+            for thread in threads[:-1]:  # the enqueue threads end when the trainer closes
+                thread.join()
+            coord.request_stop()  # ... and the closer thread waits for this
+            coord.join(threads)
+
+    def trainer():
+        graph = Graph()
+        with graph.as_default():
+            queue = shared_queue()
+            examples = queue.dequeue_many(batch)
+            with tf.device("/job:worker/task:0"):
+                step = (tf.reduce_sum(examples) + _compute(tf, train_flops) if train_us is None
+                        else timed_py_func([examples], train_us, name="train"))
+            close = queue.close(cancel_pending_enqueues=True)
+        ends = []
+        with Session(servers[1].target, graph=graph) as sess:
+            for _ in range(steps):
+                sess.run(step)
+                ends.append(sess.last_run.end_time)
+            sess.run(close)
+        return ends
+
+    try:
+        result = simulate_clients({"trainer": trainer, "loader": loader,
+                                   "ps": servers[0].join})
+    finally:
+        stop_all_servers()
+    trace = result.trace
+    starved = sum(s.dur for s in trace.spans
+                  if s.cat == "wait" and s.name.startswith(f"{QUEUE}_DequeueMany"))
+    occupancy = [(c.t, c.values["size"]) for c in trace.counters if c.name == f"queue {QUEUE}"]
+    return PipelineRun(trace, result.returns["trainer"], starved,
+                       result.end_time - result.start_time, occupancy)
+
+
+def starvation_sweep(capacities=(2, 4, 8, 16, 32), loader_threads=(1, 2, 3),
+                     **options) -> list:
+    """The trainer's starved fraction for each capacity and number of loader threads, the
+    other ``loader_trainer`` options fixed: [{"capacity", "loader_threads", "starved",
+    "step_ns"}]."""
+    rows = []
+    for threads in loader_threads:
+        for capacity in capacities:
+            run = loader_trainer(capacity=capacity, loader_threads=threads, **options)
+            rows.append({"capacity": capacity, "loader_threads": threads,
+                         "starved": run.starved_fraction,
+                         "step_ns": run.end_time // len(run.step_ends)})
+    return rows
+
+
+def plot_starvation(rows: list, path=None):
+    """``starvation_sweep``'s rows drawn: the trainer's starved share of the time against the
+    queue's capacity, one line per number of loader threads. Saved as a PNG if ``path``."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.add_subplot()
+    for threads in sorted({r["loader_threads"] for r in rows}):
+        mine = sorted((r["capacity"], r["starved"]) for r in rows
+                      if r["loader_threads"] == threads)
+        ax.plot([c for c, _ in mine], [100 * s for _, s in mine], marker="o",
+                label=f"{threads} loader thread(s)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("queue capacity (elements)")
+    ax.set_ylabel("trainer starved (% of the time)")
+    ax.set_title("a shared input queue: starvation vs capacity and enqueue threads")
+    ax.grid(color="0.9", linewidth=0.6)
+    ax.legend()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+@dataclass
+class EnsembleRun:
+    """What ``ensemble`` gives: for each input, the predictions the aggregator received and
+    their mean; how many of its waits timed out; the trace."""
+
+    received: list  # [{predictor index: prediction}] per input
+    means: list
+    timeouts: int
+    trace: object
+
+
+def ensemble(predictors: int = 3, inputs: int = 4, slow: int | None = None,
+             slowdown: float = 20.0, timeout_ms: int = 1, predict_flops: float = 2e7
+             ) -> EnsembleRun:
+    """The between-graph ensemble: an aggregator client (``worker:0``) puts each input in
+    every predictor's input queue (on ``ps:0``), the predictor clients (``worker:1..``)
+    each apply their own model (prediction = input x (k + 1), ``predict_flops`` of work,
+    ``slowdown`` times more for the ``slow`` one) and put (input id, prediction) in the
+    prediction queue, and the aggregator takes predictions for each input with
+    ``operation_timeout_in_ms`` = ``timeout_ms``, so that a slow predictor cannot stall it:
+    it averages what came in time and drops late predictions of earlier inputs."""
+    import simdist.graph as tf
+
+    check_ints("ensemble", predictors=predictors, inputs=inputs, timeout_ms=timeout_ms)
+    if slow is not None and not 0 <= slow < predictors:
+        raise InvalidArgumentError(f"ensemble: slow={slow!r}, expected a predictor index "
+                                   f"0..{predictors - 1} or None")
+    stop_all_servers()
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2222"],
+                                    "worker": [f"localhost:{2223 + i}"
+                                               for i in range(predictors + 1)]})
+    servers = [Server(cluster, "ps", 0)] + [Server(cluster, "worker", i)
+                                            for i in range(predictors + 1)]
+
+    def queues():
+        with tf.device("/job:ps/task:0"):
+            ins = [FIFOQueue(inputs, tf.float32, shapes=[()], shared_name=f"inputs_{k}",
+                             name=f"inputs_{k}") for k in range(predictors)]
+            out = FIFOQueue(inputs * predictors, [tf.int32, tf.int32, tf.float32],
+                            shapes=[(), (), ()], shared_name="predictions",
+                            name="predictions")
+        return ins, out
+
+    def predictor(k):
+        def run():
+            graph = Graph()
+            with graph.as_default():
+                ins, out = queues()
+                index = tf.placeholder(tf.int32, [])
+                value = ins[k].dequeue()
+                with tf.device(f"/job:worker/task:{k + 1}"):
+                    flops = predict_flops * (slowdown if k == slow else 1.0)
+                    prediction = value * float(k + 1) + _compute(tf, flops) * 0.0
+                put = out.enqueue([index, k, prediction])
+            with Session(servers[k + 2].target, graph=graph) as sess:
+                for i in range(inputs):
+                    sess.run(put, {index: i})
+        return run
+
+    def aggregator():
+        graph = Graph()
+        with graph.as_default():
+            ins, out = queues()
+            value = tf.placeholder(tf.float32, [])
+            feeds = [q.enqueue(value) for q in ins]
+            take = out.dequeue()
+        early: dict = {}  # predictions of later inputs, taken while waiting for this one
+        received, timeouts = [], 0
+        config = tf.ConfigProto(operation_timeout_in_ms=timeout_ms)
+        with Session(servers[1].target, graph=graph, config=config) as sess:
+            for i in range(inputs):
+                for feed in feeds:
+                    sess.run(feed, {value: float(i + 1)})
+            for i in range(inputs):
+                got = early.pop(i, {})
+                while len(got) < predictors:
+                    try:
+                        index, k, prediction = sess.run(take)
+                    except tf.errors.DeadlineExceededError:
+                        timeouts += 1
+                        break
+                    if int(index) == i:
+                        got[int(k)] = float(prediction)
+                    elif int(index) > i:  # a late one (of an earlier input) is dropped
+                        early.setdefault(int(index), {})[int(k)] = float(prediction)
+                received.append(got)
+        return received, timeouts
+
+    clients = {"aggregator": aggregator, "ps": servers[0].join}
+    clients.update({f"predictor {k}": predictor(k) for k in range(predictors)})
+    try:
+        result = simulate_clients(clients)
+    finally:
+        stop_all_servers()
+    received, timeouts = result.returns["aggregator"]
+    means = [sum(got.values()) / len(got) if got else None for got in received]
+    return EnsembleRun(received, means, timeouts, result.trace)

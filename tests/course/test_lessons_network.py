@@ -1,0 +1,155 @@
+"""Lesson 09 (when the network saturates): the ps NIC accessor it reads, its checks against
+the solution and the stubs, wrong answers with their hints, and the notebook."""
+
+
+import pytest
+
+from course import notebooks
+from simdist.training.ps_training import train_on_ps
+
+from tests.conftest import ROOT, LessonChecks, assert_notebook_shows
+
+FOLDER = ROOT / "lessons" / "09_network"
+EXERCISES = {"ps_nic_bytes", "choose_ps_shards", "backup_workers_for_throughput"}
+
+
+def test_nic_loads_count_each_update_s_bytes_and_the_time_they_take_on_the_wire():
+    run = train_on_ps(workers=2, ps=2, mode="async", steps=4, features=100_000, examples=2,
+                      gradient_dtype="float16")
+    loads = run.nic_loads()
+    assert set(loads) == {"ps:0", "ps:1", "worker:0", "worker:1"}
+    updates = sum(run.worker_steps.values())
+    for task in ("ps:0", "ps:1"):  # 50,000 weights each: float16 in, float32 out
+        assert 0 <= loads[task].received_bytes - updates * 100_000 < updates * 20
+        assert 0 <= loads[task].sent_bytes - updates * 200_000 < updates * 30
+    window = run.trained_ns - run.started_ns
+    assert 0 < run.started_ns < run.trained_ns
+    # busy = bytes / bandwidth (10 GbE) over the training window, to a few ns per message
+    assert loads["ps:1"].busy_out == pytest.approx(
+        loads["ps:1"].sent_bytes / 1.25e9 / (window / 1e9), rel=1e-3)
+    assert loads["ps:0"].busy == loads["ps:0"].busy_out > loads["ps:0"].busy_in
+    # what the ps sends, the workers receive
+    assert sum(loads[f"worker:{k}"].received_bytes for k in range(2)) == sum(
+        loads[f"ps:{i}"].sent_bytes for i in range(2))
+
+
+def test_the_initial_values_are_not_a_training_step_and_a_shared_nic_queues():
+    alone = train_on_ps(workers=1, mode="async", steps=3, features=100_000, examples=2)
+    nic = alone.nic_loads()["ps:0"]
+    assert nic.received_bytes - alone.global_step * 400_000 < 50  # not the 400 kB init
+    assert nic.queued_ns == 0  # one worker never waits behind another
+    two = train_on_ps(workers=2, mode="async", steps=4, features=1_000_000, examples=2)
+    assert two.nic_loads()["ps:0"].queued_ns > 1_000_000  # 3.2 ms transfers overlap
+
+
+def test_sync_float16_gradients_are_counted_for_the_worker_that_sent_them():
+    # the float16 gradient is cast back on the ps: the accumulator's "source" is still the
+    # worker (its local step), so gradients_by_worker splits them right
+    run = train_on_ps(workers=2, ps=3, mode="sync", steps=3, features=1_200, examples=2,
+                      gradient_dtype="float16", step_us=[1000, 3000])
+    counts = run.gradients_by_worker()
+    assert set(counts) == {0, 1}
+    assert all(applied > 0 for applied, _ in counts.values())
+    assert sum(applied for applied, _ in counts.values()) >= 2 * 3
+
+
+# -- the checks ------------------------------------------------------------------------------
+
+LESSON = LessonChecks("09", FOLDER, EXERCISES)
+_result = LESSON.result
+
+
+def test_every_check_passes_against_the_solution():
+    LESSON.assert_the_solution_passes()
+
+
+def test_every_check_fails_against_the_stubs_as_not_done():
+    LESSON.assert_the_stubs_are_not_done()
+
+
+BYTES = "BYTES = {'float32': 4, 'float16': 2}\ndef ps_nic_bytes(parameters, workers, ps, dtype):\n"
+WRONG_BYTES = {
+    "per worker": ("    return parameters * BYTES[dtype] // ps, parameters * 4 // ps",
+                   "ps_nic_bytes(100000, 2, 1, 'float32') returned (400000, 400000)",
+                   "every worker pushes its own gradient"),
+    "float16 both ways": ("    return (workers * parameters * BYTES[dtype] // ps,) * 2",
+                          "ps_nic_bytes(100000, 3, 1, 'float16') returned (600000, 600000)",
+                          "only the gradient is cast to float16"),
+    "float16 ignored": ("    return (workers * parameters * 4 // ps,) * 2",
+                        "ps_nic_bytes(100000, 3, 1, 'float16') returned (1200000, 1200000)",
+                        "a float16 value takes 2 bytes"),
+    "one ps": ("    return workers * parameters * BYTES[dtype], workers * parameters * 4",
+               "ps_nic_bytes(120000, 2, 3, 'float16') returned (480000, 960000)",
+               "each ps holds 1/ps of the weights"),
+    "bits": ("    return workers * parameters * BYTES[dtype] * 8 // ps, "
+             "workers * parameters * 32 // ps", "returned (6400000, 6400000)",
+             "bytes, not bits"),
+    "one number": ("    return workers * parameters * 4 // ps",
+                   "returned 800000, expected a pair (received, sent)", "return two numbers"),
+}
+
+
+@pytest.mark.parametrize("mistake", WRONG_BYTES)
+def test_wrong_byte_counts_get_a_hint_aimed_at_the_mistake(mistake):
+    body, message, hint = WRONG_BYTES[mistake]
+    r = _result("ps_nic_bytes", BYTES + body)
+    assert not r.passed and message in r.message, r.message
+    assert r.hint.startswith(hint), r.hint
+    if "pair" not in message:
+        assert "the simulated ps NIC received" in r.message
+        assert r.detail.startswith("received = workers x parameters")
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    (1, "with 1 ps task the busiest ps NIC is busy 85% of the time (at most 50% wanted)",
+     "each ps NIC carries 1/ps of every update's bytes"),
+    (2, "with 2 ps tasks the busiest ps NIC is busy 57%", "each ps NIC carries 1/ps"),
+    (4, "3 ps tasks also keep every ps NIC at most 50% busy (45%)", "the fewest that do"),
+    (True, "choose_ps_shards returned True, expected an int 1..8", "return the number"),
+])
+def test_wrong_shard_counts_get_what_is_wrong_and_a_hint(answer, message, hint):
+    r = _result("choose_ps_shards", f"def choose_ps_shards():\n    return {answer!r}")
+    assert not r.passed and r.message.startswith(message), r.message
+    assert r.hint.startswith(hint), r.hint
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    (0, "with 0 backup workers the steps average 1,071 gradients/s; with 1, 1,626",
+     "without a backup worker every step waits for the 6 ms worker"),
+    (1, "with 1 backup workers the steps average 1,626 gradients/s; with 2, 1,965",
+     "one backup leaves the 3 ms worker"),
+    (3, "with 3 backup workers the steps average 1,472 gradients/s; with 2, 1,965",
+     "once the slow workers are backups"),
+    (5, "with 5 backup workers the steps average 532 gradients/s; with 4, 1,111",
+     "the steps are short, but each averages a single gradient"),
+    (6, "backup_workers_for_throughput returned 6, expected an int 0..5", "return the number"),
+])
+def test_wrong_backup_counts_get_what_is_wrong_and_a_hint(answer, message, hint):
+    r = _result("backup_workers_for_throughput",
+                f"def backup_workers_for_throughput():\n    return {answer!r}")
+    assert not r.passed and r.message.startswith(message), r.message
+    assert r.hint.startswith(hint), r.hint
+
+
+def test_committed_notebooks_are_not_stale():
+    for lang in ("en", "zh"):
+        assert not notebooks.notebook_is_stale(FOLDER, lang=lang), (
+            "notebooks/09_network.ipynb is out of date: run `simdist lesson build 09`")
+
+
+NOTEBOOK_TEXT = ["4 MB per update in each direction: 3.2 ms on the wire",
+                 "the most one ps NIC can serve: 312 updates/s",
+                 "simulated: busy 36.7% in, 36.7% out; 4,000,004 bytes in per update",
+                 "ps NIC busy 85% of the time",
+                 "sparse         132 bytes in",
+                 "1 backup workers: ",
+                 "2 ps: real TF",
+                 "not done yet: exercise ps_nic_bytes"]
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(300)
+def test_notebook_runs_top_to_bottom(monkeypatch):
+    # two figures: the ps NIC's timeline and the throughput curve
+    assert_notebook_shows(ROOT / "notebooks" / "09_network.ipynb", monkeypatch, NOTEBOOK_TEXT,
+                          images=2, cell_timeout=200)

@@ -1,0 +1,144 @@
+"""Lesson 06 (queues and input pipelines): checks against the solution and the stubs, wrong
+answers, the notebook, and the padded batches on real TF."""
+
+import importlib.util
+
+import pytest
+
+from course import lessons
+from course import notebooks
+
+from tests.conftest import ROOT, run_notebook
+
+FOLDER = ROOT / "lessons" / "06_queues"
+EXERCISES = {"choose_pipeline", "padded_batch_shape", "aggregator"}
+
+
+def load(name):
+    path = lessons.solution_path(FOLDER) if name == "solution" else FOLDER / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_queues_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_check_passes_against_the_solution():
+    results = lessons.run_checks("06", solution=True)
+    assert len(results) == 4
+    failed = [f"{r.name}: {r.message} (hint: {r.hint})" for r in results if not r.passed]
+    assert not failed, "\n".join(failed)
+
+
+def test_every_check_fails_against_the_stubs_as_not_done():
+    results = lessons.run_checks("06")
+    assert results and not any(r.passed for r in results) and all(r.not_done for r in results)
+    assert {r.message for r in results} == {f"not done yet: exercise {name}"
+                                            for name in EXERCISES}
+
+
+WRONG = '''
+def choose_pipeline():
+    return 32, 2  # one thread short: no queue makes up for it
+
+def padded_batch_shape(queue_shape, element_shapes):
+    return (len(element_shapes),) + tuple(element_shapes[0])  # the first element's shape
+
+def aggregator(tf, target, prediction_queue, num_predictors, num_inputs, timeout_ms):
+    graph = tf.Graph()
+    with graph.as_default():
+        dequeues = [prediction_queue(tf, k).dequeue() for k in range(num_predictors)]
+    with tf.Session(target, graph=graph) as sess:  # no timeout: waits for the slow one
+        return [sum(float(sess.run(d)[1]) for d in dequeues) / num_predictors
+                for _ in range(num_inputs)]
+'''
+
+LATE = '''
+def aggregator(tf, target, prediction_queue, num_predictors, num_inputs, timeout_ms):
+    graph = tf.Graph()
+    with graph.as_default():
+        dequeues = [prediction_queue(tf, k).dequeue() for k in range(num_predictors)]
+    config = tf.ConfigProto(operation_timeout_in_ms=timeout_ms)
+    means = []
+    with tf.Session(target, graph=graph, config=config) as sess:
+        for _ in range(num_inputs):
+            got = []
+            for dequeue in dequeues:
+                try:
+                    got.append(float(sess.run(dequeue)[1]))  # late ones count for this input
+                except tf.errors.DeadlineExceededError:
+                    pass
+            means.append(sum(got) / len(got))
+    return means
+'''
+
+TOO_MANY = '''
+def choose_pipeline():
+    return 16, 3
+'''
+
+
+def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
+    mine = tmp_path / "mine.py"
+    mine.write_text(WRONG)
+    r = {c.name: c for c in lessons.run_checks("06", file=mine)}
+    assert r["pipeline"].message.startswith("with capacity 32 and 2 loader thread(s) the "
+                                            "trainer is starved 9.")
+    assert r["pipeline"].hint.startswith("a reader waits on I/O")
+    assert r["padding"].message == (
+        "a PaddingFIFOQueue with shapes=[(None, 3)] holding elements of shapes [(2, 3), (5, 3), "
+        "(1, 3)]: you predicted (3, 2, 3), dequeue_many(3) gives (3, 5, 3)")
+    assert r["all_on_time"].passed
+    assert "it waited for it" in r["slow"].message
+    assert "without a deadline" in r["slow"].hint
+    assert "operation_timeout_in_ms" in r["slow"].detail
+    mine.write_text(LATE)
+    r = {c.name: c for c in lessons.run_checks("06", file=mine)}
+    assert r["all_on_time"].passed and not r["slow"].passed
+    assert r["slow"].message.startswith("the aggregator returned [0.0, 1.5, 3.0, 4.5, 4.0], ")
+    assert r["slow"].hint.startswith("a prediction that comes too late")
+    mine.write_text(TOO_MANY)
+    r = {c.name: c for c in lessons.run_checks("06", file=mine)}
+    assert r["pipeline"].message.startswith("capacity 8 with 3 loader thread(s) starves the "
+                                            "trainer only 0.5%")
+    assert "adds no throughput" in r["pipeline"].hint
+
+
+@pytest.mark.realtf
+@pytest.mark.timeout(150)
+def test_padded_batch_shapes_agree_with_real_tf():
+    checks, solution = load("checks"), load("solution")
+    real = checks.real_padded_batch_shapes(timeout=120)
+    assert real == [checks.padded_batch(checks.sim, *case) for case in checks.PADDING_CASES]
+    assert real == [solution.padded_batch_shape(*case) for case in checks.PADDING_CASES]
+    assert real[0] == (3, 5, 3)
+
+
+# -- the notebook --------------------------------------------------------------------------------
+
+
+def test_committed_notebook_is_not_stale():
+    assert not notebooks.notebook_is_stale(FOLDER), (
+        "notebooks/06_queues.ipynb is out of date: run `simdist lesson build 06`")
+
+
+NOTEBOOK_TEXT = ["OutOfRangeError: FIFOQueue 'q' is closed and has insufficient elements "
+                 "(requested 2, current size 1)",
+                 "DeadlineExceededError: Timed out waiting for notification",
+                 "by priority: [1, 2, 3] [10, 20, 30]",
+                 "3 loader threads: 20 steps in 2.6 ms, trainer starved 1% of the time",
+                 "impatient: gave up at 2.0 ms",
+                 "real TF: {'static shape': '(3, None)', 'batch': [[1, 2, 0], [3, 0, 0], "
+                 "[4, 5, 6]], 'empty dequeue': 'DeadlineExceededError'}",
+                 "not done yet: exercise choose_pipeline",
+                 "shapes=[(None, 3)], elements [(2, 3), (5, 3), (1, 3)]: yours not done, "
+                 "real TF (3, 5, 3)"]
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(240)
+def test_notebook_runs_top_to_bottom(monkeypatch):
+    text, images = run_notebook(ROOT / "notebooks" / "06_queues.ipynb", monkeypatch,
+                                cell_timeout=150)
+    assert images >= 3
+    for expected in NOTEBOOK_TEXT:
+        assert expected in text, expected

@@ -1,0 +1,94 @@
+"""Lesson 07 (parameter servers): checks against the solution and the stubs, wrong answers
+with their hints, and the notebook."""
+
+import pytest
+
+from course import lessons
+from course import notebooks
+
+from tests.conftest import ROOT, run_notebook
+
+FOLDER = ROOT / "lessons" / "07_sync_replicas"
+EXERCISES = {"tokens_per_step", "choose_replicas_to_aggregate", "resume_step"}
+
+
+def test_every_check_passes_against_the_solution():
+    results = lessons.run_checks("07", solution=True)
+    assert len(results) == 3
+    failed = [f"{r.name}: {r.message} (hint: {r.hint})" for r in results if not r.passed]
+    assert not failed, "\n".join(failed)
+
+
+def test_every_check_fails_against_the_stubs_as_not_done():
+    results = lessons.run_checks("07")
+    assert results and not any(r.passed for r in results) and all(r.not_done for r in results)
+    assert {r.message for r in results} == {f"not done yet: exercise {name}"
+                                            for name in EXERCISES}
+
+
+WRONG = '''
+def tokens_per_step(total_num_replicas, replicas_to_aggregate):
+    return replicas_to_aggregate  # forgets the backup workers
+
+def choose_replicas_to_aggregate():
+    return 5  # no backup worker: every step waits for the slowest
+
+def resume_step(save_every, step_at_failure):
+    return step_at_failure  # as if nothing was lost
+'''
+
+TOO_CAREFUL = '''
+def tokens_per_step(total_num_replicas, replicas_to_aggregate):
+    return total_num_replicas  # forgets that the chief waits for replicas_to_aggregate
+
+def choose_replicas_to_aggregate():
+    return 3  # fast enough, but throws away one gradient more than needed
+
+def resume_step(save_every, step_at_failure):
+    return (step_at_failure // save_every - 1) * save_every  # one checkpoint too far back
+'''
+
+
+def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
+    mine = tmp_path / "mine.py"
+    mine.write_text(WRONG)
+    r = {c.name: c for c in lessons.run_checks("07", file=mine)}
+    assert r["tokens"].message == ("tokens_per_step(4, 3) returned 3, the simulated optimizer "
+                                   "enqueues 4")
+    assert r["tokens"].hint.startswith("every replica takes one token per step")
+    assert r["backups"].message.startswith("with replicas_to_aggregate=5 a step takes 3.")
+    assert "backup_worker_sweep" in r["backups"].detail
+    assert r["resume"].message.startswith("resume_step(3, 5) returned 5; the simulated chief "
+                                          "restored the checkpoint of step 3")
+    assert r["resume"].hint.startswith("the variables died with the ps")
+    mine.write_text(TOO_CAREFUL)
+    r = {c.name: c for c in lessons.run_checks("07", file=mine)}
+    assert r["tokens"].message == ("tokens_per_step(2, 3) returned 2, the simulated optimizer "
+                                   "enqueues 3")
+    assert r["tokens"].hint.startswith("the chief waits for replicas_to_aggregate gradients")
+    assert r["backups"].message == ("replicas_to_aggregate=4 also keeps a step within 2.5 ms "
+                                    "and averages more gradients")
+    assert r["resume"].hint.startswith("the chief restores the newest checkpoint")
+
+
+def test_committed_notebooks_are_not_stale():
+    assert not notebooks.notebook_is_stale(FOLDER), (
+        "notebooks/07_sync_replicas.ipynb is out of date: run `simdist lesson build 07`")
+
+
+NOTEBOOK_TEXT = ["one worker: final loss 1.9e-06, four workers: 13",
+                 "sync_token_q",
+                 "worker 2: 5 steps, 1 gradients applied, 4 dropped",
+                 "[('worker:1', 'wait_for_session', '30.0 s')]",
+                 "ps:0: task failed at 8.00 ms",
+                 "not done yet: exercise tokens_per_step"]
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(300)
+def test_notebook_runs_top_to_bottom(monkeypatch):
+    text, images = run_notebook(ROOT / "notebooks" / "07_sync_replicas.ipynb", monkeypatch,
+                                cell_timeout=200)
+    missing = [line for line in NOTEBOOK_TEXT if line not in text]
+    assert not missing, missing
+    assert images >= 3  # the plots of sections 1, 3 and 5

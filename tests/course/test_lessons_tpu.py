@@ -1,0 +1,110 @@
+"""Lesson 11 (TPUs and TPUStrategy): its checks against the solution and the stubs, wrong
+answers with their hints, and the notebook."""
+
+
+import pytest
+
+from course import notebooks
+
+from tests.conftest import ROOT, LessonChecks, assert_notebook_shows
+
+FOLDER = ROOT / "lessons" / "11_tpu"
+EXERCISES = {"ici_bytes_per_chip", "steps_per_execution_for_90_percent",
+             "batches_that_compile"}
+LESSON = LessonChecks("11", FOLDER, EXERCISES)
+_result = LESSON.result
+
+
+def test_every_check_passes_against_the_solution():
+    LESSON.assert_the_solution_passes()
+
+
+def test_every_check_fails_against_the_stubs_as_not_done():
+    LESSON.assert_the_stubs_are_not_done()
+
+
+ICI = "import math\ndef ici_bytes_per_chip(x, y, n):\n"
+WRONG_ICI = {
+    "one ring over all chips": ("    return 2 * (x * y - 1) * math.ceil(n / (x * y))",
+                                "ici_bytes_per_chip(4, 2, 76840) returned 134,470; each chip "
+                                "of the simulated 4x2 slice sent 192,100 bytes",
+                                "the torus does not run one ring"),
+    "reduce-scatter only": ("    return sum((p - 1) * math.ceil(n / p) for p in (x, y))",
+                            "returned 96,050", "a ring all-reduce is a reduce-scatter"),
+    "X only": ("    return 2 * (x - 1) * math.ceil(n / x)", "returned 115,260",
+               "after the X rings come the Y rings"),
+    "bits": ("    return 16 * sum((p - 1) * math.ceil(n / p) for p in (x, y))",
+             "returned 1,536,800", "bytes, not bits"),
+    "the whole tensor each round": ("    return 2 * (x - 1 + y - 1) * n", "returned 614,720",
+                                    "a ring of p chips sends 2(p - 1) pieces"),
+    "a float": ("    return sum(2 * (p - 1) * n / p for p in (x, y))",
+                "returned 192100.0, expected an int", "return a number of bytes"),
+}
+
+
+@pytest.mark.parametrize("mistake", WRONG_ICI)
+def test_wrong_ici_bytes_get_a_hint_aimed_at_the_mistake(mistake):
+    body, message, hint = WRONG_ICI[mistake]
+    r = _result("ici_bytes_per_chip", ICI + body)
+    assert not r.passed and message in r.message, r.message
+    assert r.hint.startswith(hint), r.hint
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    (9, "with steps_per_execution=9 the cores are busy 47.4% of the time (at least 90% "
+        "wanted)", "90% busy means the 100 us dispatch is a ninth"),
+    (16, "with steps_per_execution=16 the cores are busy 61.6%", "90% busy means"),
+    (89, "with steps_per_execution=89 the cores are busy 89.9%", "90% busy means"),
+    (100, "steps_per_execution=99 also keeps the cores 90% busy (90.83%)",
+     "the smallest that does"),
+    (0, "steps_per_execution_for_90_percent returned 0, expected an int 1..1000",
+     "return steps_per_execution"),
+])
+def test_wrong_steps_per_execution_get_what_is_wrong_and_a_hint(answer, message, hint):
+    r = _result("steps_per_execution_for_90_percent",
+                f"def steps_per_execution_for_90_percent():\n    return {answer!r}")
+    assert not r.passed and r.message.startswith(message), r.message
+    assert r.hint.startswith(hint), r.hint
+
+
+@pytest.mark.parametrize("body, message, hint", [
+    ("{b for b in c if b % 8 == 0}", "returned [48, 64, 96, 128, 256]: it includes [48, 96], "
+     "which fail", "without drop_remainder the epoch ends with a partial batch"),
+    ("{b for b in c if 1024 % b == 0 or b % 8 == 0}", "includes [48, 96]",
+     "without drop_remainder"),
+    ("{b for b in c if 1000 % b == 0 or b % 8 == 0 and 1024 % b == 0}",
+     "it includes [100], which fail", "each of the 8 cores gets the same static shape"),
+    ("{64, 128}", "it leaves out [256], which train", "a multiple of 8 that divides 1,024"),
+    ("[64, 128, 256]", "returned [64, 128, 256], expected a set of ints",
+     "return a set of batch sizes"),
+])
+def test_wrong_batch_sets_get_what_is_wrong_and_a_hint(body, message, hint):
+    r = _result("batches_that_compile", f"def batches_that_compile(c):\n    return {body}")
+    assert not r.passed and message in r.message, r.message
+    assert r.hint.startswith(hint), r.hint
+
+
+def test_committed_notebooks_are_not_stale():
+    for lang in ("en", "zh"):
+        assert not notebooks.notebook_is_stale(FOLDER, lang=lang), (
+            "notebooks/11_tpu.ipynb is out of date: run `simdist lesson build 11`")
+
+
+NOTEBOOK_TEXT = ["v3-32     32 cores   16 chips   4 x 4  torus   4 host(s)",
+                 "by hand: 5,874 ns, each chip sends 153,680 bytes",
+                 "closed form: 5,874 ns",
+                 " 8 cores, 2x2 torus: all-reduce of 76,840 bytes takes 5,875 ns, each chip "
+                 "sends 153,680 bytes",
+                 "steps_per_execution=1: utilization 9.1%",
+                 "steps_per_execution=8: utilization 44.5%",
+                 "K= 32: 76.2%",
+                 "global batch 48: TPUStrategy: the global batch of step 21 has shape (16, 8)",
+                 "not done yet: exercise ici_bytes_per_chip"]
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(300)
+def test_notebook_runs_top_to_bottom(monkeypatch):
+    # three figures: the timelines at K = 1 and K = 8, and the utilization curve
+    assert_notebook_shows(ROOT / "notebooks" / "11_tpu.ipynb", monkeypatch, NOTEBOOK_TEXT,
+                          images=3, cell_timeout=200)

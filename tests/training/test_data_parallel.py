@@ -1,0 +1,73 @@
+"""simdist run data_parallel's model options: gradient dtype, FLOPs per example, a sparse
+embedding, parameter-server shards and machines of several tasks."""
+
+import pytest
+
+from simdist.commands.cli import main as simdist_main
+from simdist.collectives import ALGORITHMS
+from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
+from simdist.training.programs.data_parallel import INDEX_BYTES, train
+from simdist.sim.scheduler import simulate
+
+
+def run(workers, fidelity="message", system="cpu", tasks_per_machine=1, **kw):
+    hw = Hardware.from_catalog(HardwareCatalog.default(), system,
+                               Layout(tasks_per_machine=tasks_per_machine))
+    params = kw.pop("params", 10**5)
+    result = simulate({"worker": workers}, lambda ctx: train(ctx, params, 2, 8, **kw),
+                      hardware=hw, trace=False, fidelity=fidelity)
+    return result, hw
+
+
+def test_float16_gradients_send_half_the_bytes_of_float32():
+    full, _ = run(4)
+    half, _ = run(4, gradient_dtype="float16")
+    assert full.messages == half.messages > 0
+    assert half.bytes_sent * 2 == full.bytes_sent
+
+
+def test_flops_per_example_sets_the_forward_and_backward_time():
+    result, hw = run(1, flops_per_example=1e9)
+    step = hw.device.compute_time_ns(1e9 * 8) + hw.device.compute_time_ns(2 * 10**5,
+                                                                           12 * 10**5)
+    assert result.returns["worker:0"] == [step, 2 * step]
+
+
+def test_ps_shards_step_is_compute_plus_the_ps_closed_form():
+    result, hw = run(8, fidelity="flow", algorithm="ps", options={"num_ps": 4})
+    alone, _ = run(1)
+    comm = ALGORITHMS["ps"].closed_form(8, 4 * 10**5, hw, num_ps=4)
+    step = alone.returns["worker:0"][0] + comm
+    assert result.returns["worker:0"][0] == pytest.approx(step, rel=1e-6)
+
+
+def test_hierarchical_over_machines_of_eight_runs_as_flows():
+    result, hw = run(16, fidelity="flow", system="v100-nvlink2-25gbe", tasks_per_machine=8,
+                     algorithm="hierarchical")
+    assert result.flows == 2 and result.messages == 0
+
+
+def test_a_sparse_model_all_gathers_its_rows_whose_bytes_grow_with_the_workers():
+    dim, lookups, batch = 16, 4, 8
+    sent = {}
+    for p in (2, 4, 8):
+        result, _ = run(p, fidelity="flow", embedding_dim=dim, lookups=lookups)
+        assert result.messages == 2 * p * (p - 1)  # a ring all-gather per step
+        sent[p] = result.bytes_sent
+    each = batch * lookups * (4 * dim + INDEX_BYTES)
+    assert sent == {p: 2 * p * (p - 1) * each for p in (2, 4, 8)}
+
+
+def test_cli_options_that_do_not_fit_are_one_line_errors(capsys):
+    assert simdist_main(["run", "data_parallel", "--workers", "4", "--num-ps", "2"]) == 2
+    assert "--num-ps 2: the ring all-reduce does not take num_ps" in capsys.readouterr().err
+    assert simdist_main(["run", "data_parallel", "--embedding-dim", "-1"]) == 2
+    assert "--embedding-dim -1: expected a width >= 0" in capsys.readouterr().err
+
+
+def test_cli_reports_the_sparse_model_and_the_dtype(capsys):
+    assert simdist_main(["run", "data_parallel", "--workers", "4", "--steps", "1",
+                         "--params", "1e5", "--embedding-dim", "8",
+                         "--gradient-dtype", "float16", "--fidelity", "flow"]) == 0
+    out = capsys.readouterr().out
+    assert "float16 gradients, ring all-reduce, 256 embedding rows of 8 per worker" in out
