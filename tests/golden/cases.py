@@ -114,6 +114,49 @@ CASES["parameter_server_failures"] = _cli(
     "--fail", "worker:1@300us+200us", "--fail", "ps:1@3300us+100us")
 
 
+CASES["tpu"] = _cli("tpu", "--model", "mlp", "--dataset", "digits", "--global-batch", "32",
+                    "--steps", "4", "--steps-per-execution", "2")
+CASES["data_parallel"] = _cli("data_parallel")
+for _style in ("inline", "distributed", "exactly_once", "sidecar"):
+    CASES[f"parameter_server_evaluation_{_style}"] = _cli(
+        "parameter_server", "--model", "embedding", "--dataset", "vocab", "--global-batch",
+        "32", "--workers", "2", "--ps", "1", "--steps", "8", "--evaluation", _style)
+
+
+def _ps(*argv):
+    """``simdist ps``: TF1 between-graph training on parameter servers."""
+    def run(path):
+        from simdist.commands.cli import main
+
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(["ps", *argv, "--trace", str(path)])
+        assert code == 0, f"simdist ps {' '.join(argv)} exited {code}"
+    return run
+
+
+CASES["ps_sync_backup"] = _ps("--mode", "sync", "--workers", "3", "--replicas-to-aggregate",
+                              "2", "--steps", "5", "--step-us", "100,150,400")
+CASES["ps_async"] = _ps("--mode", "async", "--workers", "3", "--ps", "2", "--steps", "4")
+
+
+def _loader_trainer(path):
+    """TF1 queues: a loader filling a FIFOQueue, a trainer draining it."""
+    from simdist.training.input_pipeline import loader_trainer
+
+    loader_trainer(capacity=4, loader_threads=2, steps=6).trace.save(path)
+
+
+def _in_graph(path):
+    """In-graph replication: one client, a tower per worker."""
+    from simdist.training.replication import in_graph_training
+
+    in_graph_training(workers=3, steps=3).trace.save(path)
+
+
+CASES["loader_trainer"] = _loader_trainer
+CASES["in_graph_training"] = _in_graph
+
+
 def trace_hash(name: str, directory: Path) -> str:
     path = directory / f"{name}.json"
     CASES[name](path)
