@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simdist.base.errors import CancelledError, InvalidArgumentError, OutOfRangeError, check_ints
+from simdist.base.errors import CancelledError, OutOfRangeError, check_ints
 from simdist.graph._sim.clients import simulate_clients
 from simdist.graph.coordinator import Coordinator
 from simdist.graph.data_flow_ops import FIFOQueue
@@ -46,7 +46,7 @@ class PipelineRun:
         return self.starved_ns / self.end_time if self.end_time else 0.0
 
 
-def _compute(tf, flops: float):
+def compute_op(tf, flops: float):
     """A scalar op whose run does about ``flops`` of work (a square matmul)."""
     n = max(1, round((flops / 2) ** (1 / 3)))  # a matmul of n x n by n x n: 2 n^3 FLOPs
     return tf.reduce_sum(tf.matmul(tf.ones([n, n]), tf.ones([n, n]))) / float(n ** 3)
@@ -101,7 +101,7 @@ def loader_trainer(capacity: int = 4, loader_threads: int = 1, steps: int = 20,
             queue = shared_queue()
             examples = queue.dequeue_many(batch)
             with tf.device("/job:worker/task:0"):
-                step = (tf.reduce_sum(examples) + _compute(tf, train_flops) if train_us is None
+                step = (tf.reduce_sum(examples) + compute_op(tf, train_flops) if train_us is None
                         else timed_py_func([examples], train_us, name="train"))
             close = queue.close(cancel_pending_enqueues=True)
         ends = []
@@ -161,102 +161,3 @@ def plot_starvation(rows: list, path=None):
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
-
-
-@dataclass
-class EnsembleRun:
-    """What ``ensemble`` gives: for each input, the predictions the aggregator received and
-    their mean; how many of its waits timed out; the trace."""
-
-    received: list  # [{predictor index: prediction}] per input
-    means: list
-    timeouts: int
-    trace: object
-
-
-def ensemble(predictors: int = 3, inputs: int = 4, slow: int | None = None,
-             slowdown: float = 20.0, timeout_ms: int = 1, predict_flops: float = 2e7
-             ) -> EnsembleRun:
-    """The between-graph ensemble: an aggregator client (``worker:0``) puts each input in
-    every predictor's input queue (on ``ps:0``), the predictor clients (``worker:1..``)
-    each apply their own model (prediction = input x (k + 1), ``predict_flops`` of work,
-    ``slowdown`` times more for the ``slow`` one) and put (input id, prediction) in the
-    prediction queue, and the aggregator takes predictions for each input with
-    ``operation_timeout_in_ms`` = ``timeout_ms``, so that a slow predictor cannot stall it:
-    it averages what came in time and drops late predictions of earlier inputs."""
-    import simdist.graph as tf
-
-    check_ints("ensemble", predictors=predictors, inputs=inputs, timeout_ms=timeout_ms)
-    if slow is not None and not 0 <= slow < predictors:
-        raise InvalidArgumentError(f"ensemble: slow={slow!r}, expected a predictor index "
-                                   f"0..{predictors - 1} or None")
-    stop_all_servers()
-    cluster = tf.train.ClusterSpec({"ps": ["localhost:2222"],
-                                    "worker": [f"localhost:{2223 + i}"
-                                               for i in range(predictors + 1)]})
-    servers = [Server(cluster, "ps", 0)] + [Server(cluster, "worker", i)
-                                            for i in range(predictors + 1)]
-
-    def queues():
-        with tf.device("/job:ps/task:0"):
-            ins = [FIFOQueue(inputs, tf.float32, shapes=[()], shared_name=f"inputs_{k}",
-                             name=f"inputs_{k}") for k in range(predictors)]
-            out = FIFOQueue(inputs * predictors, [tf.int32, tf.int32, tf.float32],
-                            shapes=[(), (), ()], shared_name="predictions",
-                            name="predictions")
-        return ins, out
-
-    def predictor(k):
-        def run():
-            graph = Graph()
-            with graph.as_default():
-                ins, out = queues()
-                index = tf.placeholder(tf.int32, [])
-                value = ins[k].dequeue()
-                with tf.device(f"/job:worker/task:{k + 1}"):
-                    flops = predict_flops * (slowdown if k == slow else 1.0)
-                    prediction = value * float(k + 1) + _compute(tf, flops) * 0.0
-                put = out.enqueue([index, k, prediction])
-            with Session(servers[k + 2].target, graph=graph) as sess:
-                for i in range(inputs):
-                    sess.run(put, {index: i})
-        return run
-
-    def aggregator():
-        graph = Graph()
-        with graph.as_default():
-            ins, out = queues()
-            value = tf.placeholder(tf.float32, [])
-            feeds = [q.enqueue(value) for q in ins]
-            take = out.dequeue()
-        early: dict = {}  # predictions of later inputs, taken while waiting for this one
-        received, timeouts = [], 0
-        config = tf.ConfigProto(operation_timeout_in_ms=timeout_ms)
-        with Session(servers[1].target, graph=graph, config=config) as sess:
-            for i in range(inputs):
-                for feed in feeds:
-                    sess.run(feed, {value: float(i + 1)})
-            for i in range(inputs):
-                got = early.pop(i, {})
-                while len(got) < predictors:
-                    try:
-                        index, k, prediction = sess.run(take)
-                    except tf.errors.DeadlineExceededError:
-                        timeouts += 1
-                        break
-                    if int(index) == i:
-                        got[int(k)] = float(prediction)
-                    elif int(index) > i:  # a late one (of an earlier input) is dropped
-                        early.setdefault(int(index), {})[int(k)] = float(prediction)
-                received.append(got)
-        return received, timeouts
-
-    clients = {"aggregator": aggregator, "ps": servers[0].join}
-    clients.update({f"predictor {k}": predictor(k) for k in range(predictors)})
-    try:
-        result = simulate_clients(clients)
-    finally:
-        stop_all_servers()
-    received, timeouts = result.returns["aggregator"]
-    means = [sum(got.values()) / len(got) if got else None for got in received]
-    return EnsembleRun(received, means, timeouts, result.trace)

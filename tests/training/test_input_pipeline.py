@@ -47,7 +47,7 @@ def test_a_batch_larger_than_the_queue_works_as_in_tf():
 
 
 def test_the_ensemble_aggregator_survives_a_slow_predictor_with_a_timeout():
-    from simdist.training.input_pipeline import ensemble
+    from simdist.training.ensemble import ensemble
 
     everyone = ensemble(predictors=3, inputs=3)
     assert everyone.means == [2.0, 4.0, 6.0] and everyone.timeouts == 0  # (1+2+3)/3 x input
