@@ -10,7 +10,7 @@
     realdist queues ensemble --predictors 3 --slow 2 --timeout-ms 500
     realdist queues facts --check
     realdist ps --mode sync --workers 3 --replicas-to-aggregate 2 --step-ms 120,150,500 --compare
-    realdist ps --workers 2 --step-ms 100,170 --fail ps:0,1000,500 --checkpoint-dir D --compare
+    realdist ps --workers 2 --step-ms 100,170 --fail ps:0@1s+500ms --checkpoint-dir D --compare
 
 ``realdist run`` takes the same exercise options as ``simdist run`` (``Exercise.add_arguments``)
 and writes the same ``RunResult`` JSON, for ``simdist compare``. Bad input is one line,
@@ -94,11 +94,10 @@ def _add_ps_command(ps) -> None:
                     help="dense: every weight in every step; sparse: each example looks up "
                          "8 of them (an embedding; sync gradients go through a "
                          "SparseConditionalAccumulator)")
-    ps.add_argument("--fail", action="append", default=[],
-                    metavar="TASK,AT_MS,DOWN_MS",
-                    help="kill TASK's process (ps:0, worker:1...) AT_MS after the start line "
-                         "and start it again DOWN_MS later (repeatable; simdist ps's --fail "
-                         "in ms)")
+    ps.add_argument("--fail", action="append", default=[], metavar="TASK@TIME+DOWN",
+                    help="kill TASK's process (ps:0, worker:1...) TIME after the start line "
+                         "and start it again DOWN later, e.g. ps:0@1s+500ms (repeatable; "
+                         "simdist ps's --fail)")
     ps.add_argument("--checkpoint-dir", metavar="DIR",
                     help="MonitoredTrainingSession's: the chief saves checkpoints here and "
                          "restores from them (give an empty folder: it restores what it finds)")
@@ -444,13 +443,6 @@ def _step_ms(text):
                                    "worker, separated by commas (e.g. 100,170,400)") from None
 
 
-def _failure_ms(text):
-    """'ps:0,1500,1000' -> ("ps:0", 1500.0, 1000.0): simdist ps's --fail, in ms."""
-    from simdist.commands.ps import _failure
-
-    return _failure(text, unit="ms")
-
-
 def cmd_ps(args) -> int:
     from realdist.training.ps_programs import check_train_on_ps, real_train_on_ps
 
@@ -458,7 +450,7 @@ def cmd_ps(args) -> int:
                    step_ms=_step_ms(args.step_ms),
                    replicas_to_aggregate=args.replicas_to_aggregate,
                    learning_rate=args.learning_rate,
-                   failures=[_failure_ms(text) for text in args.fail],
+                   failures=args.fail,
                    checkpoint_dir=args.checkpoint_dir,
                    save_checkpoint_steps=args.save_checkpoint_steps, timeout=args.timeout,
                    model=args.model)

@@ -103,7 +103,7 @@ def restored_step(save_every, at_us):
     with tempfile.TemporaryDirectory() as folder:
         run = train_on_ps(workers=3, mode="sync", steps=12, checkpoint_dir=folder,
                           save_checkpoint_steps=save_every,
-                          failures=[("ps:0", at_us, 1000)])
+                          failures=[f"ps:0@{at_us}us+1ms"])
     at_failure = max(step for runs in run.worker_runs.values() for t, step, _ in runs
                      if t <= at_us * 1000)
     return at_failure, int(run.restored_from.rsplit("-", 1)[1])

@@ -28,8 +28,7 @@ def simulate_like(options: dict) -> PSTrainingRun:
             replicas_to_aggregate=options["replicas_to_aggregate"],
             learning_rate=options["learning_rate"], seed=options["seed"],
             stop_grace_period_secs=options["stop_grace_period_secs"],
-            failures=[(task, at * 1000, down * 1000)
-                      for task, at, down in options.get("failures", ())],
+            failures=options.get("failures", ()),
             checkpoint_dir=folder if options.get("checkpoint_dir") else None,
             save_checkpoint_steps=options.get("save_checkpoint_steps"),
             model=options.get("model", "dense"))

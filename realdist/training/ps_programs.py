@@ -2,8 +2,9 @@
 
 ``real_train_on_ps`` runs the program of ``simdist.training.ps_training.train_on_ps`` on real
 TF 2.21 in graph mode (``tf.compat.v1``), one process per task on a loopback-only localhost
-cluster (``realdist.runtime.localcluster``; the worker program is ``realdist.training.ps_tasks``), with the
-same shards, model and learning rate, a ``py_func`` whose compute ends ``step_ms[k]`` after
+cluster (``realdist.runtime.localcluster``; the worker program is
+``realdist.training.ps_tasks``), with the same shards (``simdist.training.ps_spec.shard``),
+model and learning rate, a ``py_func`` whose compute ends ``step_ms[k]`` after
 its run began where simdist's ``timed_py_func`` takes ``step_us[k]``, and every worker
 starting its first step at one agreed instant. It returns simdist's own ``PSTrainingRun``
 (times in wall-clock ns from that instant), so that a simulated and a real run compare field
@@ -24,9 +25,10 @@ gradient means the replay's order was wrong, and is counted in the trace's metad
 by the stopping chief (OutOfRangeError, as on TF) has no fetches: its local step is read
 from the worker's variable and its arrival is the end of its compute.
 
-Failures (``failures=[(task, at_ms, down_ms)]``, simdist's spec in ms). The launcher kills
-the task's process (SIGKILL) ``at_ms`` after the start line and starts the same program on
-the same port ``down_ms`` later (``realdist.runtime.localcluster``); a restarted worker skips the
+Failures (``failures=["ps:0@1s+500ms"]``, simdist's syntax, ``simdist.distribute.failures``).
+The launcher kills the task's process (SIGKILL) that long after the start line and starts the
+same program on the same port the downtime later (``realdist.runtime.localcluster``, in ms:
+every failure needs a downtime here); a restarted worker skips the
 start line, a restarted chief restores the latest checkpoint of ``checkpoint_dir``. What
 each MonitoredSession does about it is read from what TF logs, without changing it: a new
 session after an ``UnavailableError``/``AbortedError`` ("session made again"), the saver's
@@ -55,7 +57,9 @@ import re
 from typing import NamedTuple
 
 from simdist.base.errors import InvalidArgumentError
-from simdist.training.ps_training import FEATURES, PSTrainingRun, _shard
+from simdist.distribute.failures import SYNTAX, Failure
+from simdist.training.ps_spec import FEATURES, MODELS, MODES, shard
+from simdist.training.ps_training import PSTrainingRun
 from simdist.trace.schema import Tracer, build_trace
 from simdist.hardware.units import check_seconds
 
@@ -132,10 +136,10 @@ def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
         if value > most:
             raise InvalidArgumentError(f"real_train_on_ps: {label}={value}, expected at most "
                                        f"{most}: every task is a TensorFlow process here")
-    if mode not in ("sync", "async"):
+    if mode not in MODES:
         raise InvalidArgumentError(f"real_train_on_ps: mode={mode!r}, expected 'sync' or "
                                    "'async'")
-    if model not in ("dense", "sparse"):
+    if model not in MODELS:
         raise InvalidArgumentError(f"real_train_on_ps: model={model!r}, expected 'dense' or "
                                    "'sparse'")
     if model == "sparse" and ps > 1:
@@ -162,7 +166,13 @@ def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
     if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 <= grace < timeout:
         raise InvalidArgumentError(f"real_train_on_ps: stop_grace_period_secs={grace!r}, "
                                    f"expected seconds >= 0 and below the timeout ({timeout:g})")
-    check_failures(failures, {"ps": ps, "worker": workers}, "real_train_on_ps")
+    failures = [Failure.parse(f, old_unit="ms") for f in failures]
+    for f in failures:
+        if f.down_ns is None:
+            raise InvalidArgumentError(f"real_train_on_ps: failure '{f}': expected a downtime "
+                                       f"({SYNTAX} with +DOWN): the launcher starts every "
+                                       "task it kills again")
+    check_failures(_in_ms(failures), {"ps": ps, "worker": workers}, "real_train_on_ps")
     if save_checkpoint_steps is not None:
         if checkpoint_dir is None:
             raise InvalidArgumentError("real_train_on_ps: save_checkpoint_steps="
@@ -174,6 +184,11 @@ def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
     return step_ms
 
 
+def _in_ms(failures) -> list[tuple]:
+    """Failure records as the launcher's (task, at_ms, down_ms)."""
+    return [(f.task, f.at_ns / 1e6, f.down_ns / 1e6) for f in failures]
+
+
 def real_train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 10,
                      step_ms=None, replicas_to_aggregate: int | None = None,
                      learning_rate: float = 0.05, seed: int = 0,
@@ -183,20 +198,21 @@ def real_train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: i
     """Run ``train_on_ps``'s program on real TF on a localhost cluster {ps, worker}; see the
     module docstring. ``step_ms`` (one per worker, default 100 ms each) is each worker's
     compute time per step; ``stop_grace_period_secs`` is MonitoredTrainingSession's (a sync
-    chief waits that long at its close; TF's default is 120 s). ``failures``:
-    [(task, at_ms, down_ms)], simdist's spec in ms: the task's process is killed that long
-    after the start line and started again ``down_ms`` later (see "Failures" above);
+    chief waits that long at its close; TF's default is 120 s). ``failures``: simdist's
+    syntax, e.g. "ps:0@1s+500ms": the task's process is killed that long after the start
+    line and started again the downtime later (see "Failures" above);
     ``checkpoint_dir`` and ``save_checkpoint_steps`` are MonitoredTrainingSession's."""
     step_ms = check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
                                 learning_rate, timeout, stop_grace_period_secs, seed,
                                 failures, checkpoint_dir, save_checkpoint_steps, model)
+    failures = [Failure.parse(f, old_unit="ms") for f in failures]
     if checkpoint_dir is not None:
         checkpoint_dir = os.path.abspath(checkpoint_dir)
     aggregate = replicas_to_aggregate or workers
     source = inspect.getsource(queue_tasks) + "\n" + inspect.getsource(ps_tasks) + "\n"
     tasks = [Task(f"ps:{i}", source + f"serve('ps', {i})", server=True) for i in range(ps)]
     for k in range(workers):
-        x, y, ids = _shard(k, seed, features=FEATURES, model=model)
+        x, y, ids = shard(k, seed, features=FEATURES, model=model)
         options = {"mode": mode, "workers": workers, "ps": ps, "steps": steps,
                    "replicas_to_aggregate": aggregate, "learning_rate": learning_rate,
                    "step_ms": step_ms, "grace_secs": stop_grace_period_secs,
@@ -206,12 +222,12 @@ def real_train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: i
                    "ids": None if ids is None else ids.tolist()}
         tasks.append(Task(f"worker:{k}", source + f"ps_worker({k}, json.loads("
                                                   f"{json.dumps(options)!r}))"))
-    report = run_cluster({"ps": ps, "worker": workers}, tasks, timeout, failures)
+    report = run_cluster({"ps": ps, "worker": workers}, tasks, timeout, _in_ms(failures))
     options = {"workers": workers, "ps": ps, "mode": mode, "steps": steps,
                "step_ms": step_ms, "replicas_to_aggregate": replicas_to_aggregate,
                "learning_rate": learning_rate, "seed": seed,
                "stop_grace_period_secs": stop_grace_period_secs,
-               "failures": [list(f) for f in failures], "checkpoint_dir": checkpoint_dir,
+               "failures": [str(f) for f in failures], "checkpoint_dir": checkpoint_dir,
                "save_checkpoint_steps": save_checkpoint_steps, "model": model}
     return _training_run(report["outputs"], options, aggregate, report["network"],
                          report["failures"])

@@ -17,6 +17,7 @@ import sys
 
 from simdist.base.files import check_output
 from simdist.commands import option_type, reporting_errors
+from simdist.distribute.failures import SYNTAX, Failure
 
 
 def _step_times(text: str) -> list[float]:
@@ -28,22 +29,6 @@ def _step_times(text: str) -> list[float]:
         raise InvalidArgumentError(f"--step-us {text!r}: expected step times in us, one per "
                                    "worker, separated by commas (e.g. 1000,1000,3500)") from None
     return times
-
-
-def _failure(text: str, unit: str = "us") -> tuple:
-    """'ps:0,8000,2000' -> ("ps:0", 8000.0, 2000.0): the task, when it fails and how long
-    it stays down, in ``unit`` ("us" here, "ms" for realdist ps)."""
-    from simdist.base.errors import InvalidArgumentError
-
-    parts = text.rsplit(",", 2)
-    try:
-        task, at, down = parts[0], float(parts[1]), float(parts[2])
-    except (IndexError, ValueError):
-        example = "ps:0,8000,2000: ps:0 fails 8 ms in, back 2 ms later" if unit == "us" else \
-            "ps:0,1500,1000: ps:0 fails 1.5 s in, back 1 s later"
-        raise InvalidArgumentError(f"--fail {text!r}: expected TASK,AT_{unit.upper()},"
-                                   f"DOWN_{unit.upper()} (e.g. {example})") from None
-    return task, at, down
 
 
 def main(argv=None) -> int:
@@ -71,10 +56,10 @@ def main(argv=None) -> int:
                         help="async: scale each gradient by 1 / (1 + its staleness)")
     parser.add_argument("--warmup-steps", type=int, default=0,
                         help="async: worker 0 trains alone until this global step")
-    parser.add_argument("--fail", type=option_type(_failure), action="append", default=[],
-                        metavar="TASK,AT_US,DOWN_US",
-                        help="inject a failure: TASK (ps:0, worker:1...) fails AT_US into the "
-                             "run and restarts DOWN_US later (repeatable)")
+    parser.add_argument("--fail", type=option_type(Failure.parse), action="append", default=[],
+                        metavar=SYNTAX,
+                        help="inject a failure: ps:0@8ms+2ms fails ps:0 8 ms into the run and "
+                             "restarts it 2 ms later (never, without +DOWN; repeatable)")
     parser.add_argument("--checkpoint-dir", metavar="DIR",
                         help="the chief saves checkpoints here and restores from them")
     parser.add_argument("--save-checkpoint-steps", type=int,
@@ -97,7 +82,8 @@ def main(argv=None) -> int:
 
 
 def _train(args) -> int:
-    from simdist.training.ps_training import plot_ps_training, train_on_ps
+    from simdist.training.ps_sweeps import plot_ps_training
+    from simdist.training.ps_training import train_on_ps
     from simdist.trace.plots import plot_timeline
 
     check_output(args.plot, "--plot", ".png")

@@ -18,20 +18,26 @@ a linear model on its own shard of a synthetic regression problem; the ps tasks 
 A worker's step takes ``step_us[k]`` of simulated time (a ``timed_py_func`` before its
 gradient), so stragglers are a parameter. Every worker stops once the global step reaches
 ``steps`` (``StopAtStepHook``).
+
+The program in pieces: its options are one record (``ps_spec.PSTrainingSpec``), a worker's
+graph is ``ps_graph.build_worker_graph``, the loop of every worker and the run are here, the
+figure and the sweeps in ``ps_sweeps``.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from simdist.base.errors import InvalidArgumentError, check_ints
+import simdist.graph as tf
 from simdist.graph._sim.clients import simulate_clients
-from simdist.graph.server import Server, stop_all_servers
-
-FEATURES = 8
+from simdist.graph._sim.world import world_of
+from simdist.graph.server import Server, cluster_of_running_servers, stop_all_servers
+from simdist.training.ps_graph import WorkerGraph, build_worker_graph
+from simdist.training.ps_spec import PSTrainingSpec
 
 
 class NicLoad(NamedTuple):
@@ -154,325 +160,144 @@ class PSTrainingRun:
         return lines
 
 
-def _check(workers, ps, steps, step_us, replicas_to_aggregate):
-    check_ints("train_on_ps", workers=workers, ps=ps, steps=steps)
-    if len(step_us) != workers or not all(
-            isinstance(t, (int, float)) and not isinstance(t, bool) and t >= 0
-            for t in step_us):
-        raise InvalidArgumentError(f"train_on_ps: step_us={list(step_us)!r}, expected "
-                                   f"{workers} step times in us (numbers >= 0), one per worker")
-    if replicas_to_aggregate is not None:
-        check_ints("train_on_ps", replicas_to_aggregate=replicas_to_aggregate)
+
+def train_on_ps(**options) -> PSTrainingRun:
+    """Simulate the between-graph program (see the module docstring) with ``options``, the
+    fields of ``PSTrainingSpec`` (workers, ps, mode, steps, step_us, ...), e.g.
+    ``train_on_ps(workers=3, mode="sync", failures=["ps:0@8ms+2ms"])``.
+
+    ``failures``: the task fails at that simulated time and restarts that long after;
+    every MonitoredTrainingSession recovers as TF's does (a lost ps: the chief restores the
+    latest checkpoint of ``checkpoint_dir``, saved every ``save_checkpoint_steps``, or
+    starts over without one)."""
+    return run_ps_training(PSTrainingSpec(**options))
 
 
-NONZEROS = 8  # features per example in the sparse model
+train_on_ps.__signature__ = inspect.signature(PSTrainingSpec).replace(
+    return_annotation=PSTrainingRun)
 
 
-def _shard(worker: int, seed: int, features: int = FEATURES, examples: int = 32,
-           model: str = "dense"):
-    """Worker ``worker``'s examples of one regression problem (the true weights are
-    shared): (x, y, ids). Dense: x is [examples, features] and ids None; sparse: each
-    example has NONZEROS feature ``ids`` (seeded) with the values x [examples, NONZEROS]."""
-    truth = np.random.default_rng(seed).normal(size=features).astype(np.float32)
-    if model == "sparse":
-        rng = np.random.default_rng(seed + 1000 + worker)
-        ids = rng.integers(0, features, size=(examples, NONZEROS)).astype(np.int32)
-        x = rng.normal(size=(examples, NONZEROS)).astype(np.float32)
-        return x, (truth[ids] * x).sum(axis=1).astype(np.float32), ids
-    x = (np.random.default_rng(seed + 1 + worker).normal(size=(examples, features))
-         / np.sqrt(features / FEATURES)).astype(np.float32)
-    return x, (x @ truth).astype(np.float32), None
+@dataclass
+class _WorkerRecord:
+    """What one worker leaves behind (a restarted worker goes on with the same record):
+    its runs (end time ns, global step after, loss), the staleness of its async updates,
+    the staleness of the gradients it dropped, its MonitoredSessions (one more after each
+    restart), how it ended and when its first training run began."""
+
+    runs: list = field(default_factory=list)
+    staleness: list = field(default_factory=list)
+    dropped: list = field(default_factory=list)
+    sessions: list = field(default_factory=list)
+    ended_by: str = "killed"
+    first_run: int | None = None
 
 
-def train_on_ps(workers: int = 3, ps: int = 1, mode: str = "sync", steps: int = 10,
-                step_us=None, replicas_to_aggregate: int | None = None,
-                learning_rate: float = 0.05, seed: int = 0,
-                stop_grace_period_secs: float = 1.0, stall_us: float = 0.0,
-                stall_probability: float = 0.0, max_staleness: int | None = None,
-                staleness_weighting: bool = False, warmup_steps: int = 0,
-                worker_timeout_ms: int = 1000, failures=(), checkpoint_dir=None,
-                save_checkpoint_steps: int | None = None, features: int = FEATURES,
-                examples: int = 32, gradient_dtype: str = "float32",
-                model: str = "dense") -> PSTrainingRun:
-    """Simulate the between-graph program; see the module docstring. ``step_us`` (one per
-    worker, default 1 ms each) is each worker's compute time per step; with
-    ``stall_probability`` a step takes ``stall_us`` instead (seeded per worker: random
-    stragglers).
-
-    The remedies for stale gradients, asynchronous mode only: ``max_staleness`` drops a
-    gradient staler than that, ``staleness_weighting`` scales it by 1 / (1 + staleness),
-    ``warmup_steps`` lets worker 0 train alone until the global step reaches it. With the
-    first two a worker computes its gradient in one run, reads the global step, decides,
-    and applies the (scaled) gradient in a second run, as a TF1 program has to.
-
-    A non-chief worker runs with ``operation_timeout_in_ms=worker_timeout_ms``: a backup
-    worker left waiting for a token after the chief stopped gives up (``ended_by``).
-
-    ``failures``: [(task, at_us, down_us)], e.g. ("ps:0", 5000, 2000): the task fails at
-    that simulated time and restarts ``down_us`` later; every MonitoredTrainingSession
-    recovers as TF's does (a lost ps: the chief restores the latest checkpoint of
-    ``checkpoint_dir``, saved every ``save_checkpoint_steps``, or starts over without one)."""
-    import simdist.graph as tf
-    from simdist.graph.script_ops import timed_py_func
-
-    if mode not in ("sync", "async"):
-        raise InvalidArgumentError(f"train_on_ps: mode={mode!r}, expected 'sync' or 'async'")
-    step_us = list(step_us) if step_us is not None else [1000.0] * (
-        workers if isinstance(workers, int) else 0)
-    _check(workers, ps, steps, step_us, replicas_to_aggregate)
-    aggregate = replicas_to_aggregate or workers
-    if mode == "sync" and aggregate > workers:
-        raise InvalidArgumentError(
-            f"train_on_ps: replicas_to_aggregate={aggregate} is more than the {workers} "
-            "workers: TF (and simdist's SyncReplicasOptimizer) would accept it and fill each "
-            "step with several gradients of one worker, which is not what the program studies")
-    if mode == "sync" and (max_staleness is not None or staleness_weighting or warmup_steps):
-        raise InvalidArgumentError("train_on_ps: max_staleness, staleness_weighting and "
-                                   "warmup_steps are remedies for asynchronous training: "
-                                   "use them with mode='async'")
-    if max_staleness is not None and (isinstance(max_staleness, bool) or not isinstance(
-            max_staleness, int) or max_staleness < 0):
-        raise InvalidArgumentError(f"train_on_ps: max_staleness={max_staleness!r}, expected "
-                                   "an int >= 0 or None")
-    two_phase = max_staleness is not None or staleness_weighting
-    check_ints("train_on_ps", features=features, examples=examples)
-    if gradient_dtype not in ("float32", "float16"):
-        raise InvalidArgumentError(f"train_on_ps: gradient_dtype={gradient_dtype!r}, expected "
-                                   "'float32' or 'float16'")
-    if model not in ("dense", "sparse"):
-        raise InvalidArgumentError(f"train_on_ps: model={model!r}, expected 'dense' or "
-                                   "'sparse'")
-    if model == "sparse" and (two_phase or ps > 1 or gradient_dtype != "float32"):
-        raise InvalidArgumentError(
-            "train_on_ps: the sparse model is built for one ps with float32 gradients and "
-            "no staleness remedy (sharding it would need a partitioned embedding, which "
-            "simdist does not have yet)")
-    if gradient_dtype == "float16" and two_phase:
-        raise InvalidArgumentError("train_on_ps: float16 gradients with max_staleness or "
-                                   "staleness_weighting are not built: choose one")
+def run_ps_training(spec: PSTrainingSpec) -> PSTrainingRun:
+    """Run ``spec``'s program on one simulated cluster {ps, worker}: each worker's client
+    (``run_worker``) and each ps's ``server.join()`` at once, with the spec's failures."""
     stop_all_servers()
     cluster = tf.train.ClusterSpec({
-        "ps": [f"localhost:{2222 + i}" for i in range(ps)],
-        "worker": [f"localhost:{2222 + ps + i}" for i in range(workers)]})
-    ps_servers = [Server(cluster, "ps", i) for i in range(ps)]
-    servers = [Server(cluster, "worker", i) for i in range(workers)]
-
-    # per worker: (runs, staleness, async drops), its MonitoredSessions (one more after
-    # each restart), how it ended, when its first training run began
-    record: dict = {}
-    sessions: dict = {}
-    ended_by: dict = {}
-    first_run: dict = {}
+        "ps": [f"localhost:{2222 + i}" for i in range(spec.ps)],
+        "worker": [f"localhost:{2222 + spec.ps + i}" for i in range(spec.workers)]})
+    ps_servers = [Server(cluster, "ps", i) for i in range(spec.ps)]
+    servers = [Server(cluster, "worker", i) for i in range(spec.workers)]
+    records = {k: _WorkerRecord() for k in range(spec.workers)}
 
     def worker(k):
-        x_data, y_data, ids = _shard(k, seed, features, examples, model)
-        graph = tf.Graph()
-        with graph.as_default():
-            # with several ps tasks the weights are cut in one part per ps, placed by size
-            strategy = tf.contrib.training.GreedyLoadBalancingStrategy(
-                ps, tf.contrib.training.byte_size_load_fn) if ps > 1 else None
-            setter = tf.train.replica_device_setter(
-                worker_device=f"/job:worker/task:{k}", cluster=cluster, ps_strategy=strategy)
-            with tf.device(setter):
-                global_step = tf.train.get_or_create_global_step()
-                columns = np.array_split(np.arange(features), ps)
-                parts = [tf.get_variable("w" if ps == 1 else f"w_part_{i}",
-                                         initializer=np.zeros(len(c), np.float32))
-                         for i, c in enumerate(columns)]
-                b = tf.get_variable("b", initializer=np.zeros((), np.float32))
-                variables = parts + [b]
-                read_step = global_step.read_value()
-                # the worker's compute: step_us[k] of simulated time before its gradient
-                compute = timed_py_func([], step_us[k], name="compute", stall_us=stall_us,
-                                        stall_probability=stall_probability, seed=seed + k)
-                predicted = b - tf.constant(y_data) + 0.0 * compute
-                if model == "sparse":  # each example uses NONZEROS of the weights: a lookup
-                    rows = tf.nn.embedding_lookup(parts[0], tf.constant(ids))
-                    predicted = predicted + tf.reduce_sum(rows * tf.constant(x_data), axis=1)
-                for part, c in zip(parts if model == "dense" else [], columns):
-                    predicted = predicted + tf.reduce_sum(tf.constant(x_data[:, c]) * part,
-                                                          axis=1)
-                loss = tf.reduce_mean(tf.square(predicted))
-                optimizer = tf.train.GradientDescentOptimizer(learning_rate)
-                hooks = [tf.train.StopAtStepHook(last_step=steps)]
-                if mode == "sync":
-                    optimizer = tf.train.SyncReplicasOptimizer(
-                        optimizer, replicas_to_aggregate=aggregate, total_num_replicas=workers)
-                    hooks.append(optimizer.make_session_run_hook(k == 0))
-                grads = [g for g, _ in optimizer.compute_gradients(loss, variables)]
-                if two_phase:  # the gradient in one run, fed to the update in another
-                    fed = [tf.placeholder(tf.float32, v.shape) for v in variables]
-                    train_op = optimizer.apply_gradients(list(zip(fed, variables)),
-                                                         global_step)
-                else:
-                    if gradient_dtype == "float16":  # half the bytes cross the network
-                        halves = [tf.cast(g, tf.float16) for g in grads]
-                        grads = []
-                        for half, v in zip(halves, variables):
-                            with tf.device(v.device):
-                                grads.append(tf.cast(half, tf.float32))
-                    train_op = optimizer.apply_gradients(list(zip(grads, variables)),
-                                                         global_step)
-                with tf.control_dependencies([train_op]):
-                    step_after = global_step.read_value()
-            pause = timed_py_func([], 1000, name="wait_for_warmup")
-            # a restarted worker (after a failure) goes on with the same records
-            runs, stale, dropped = (record.setdefault(k, ([], [], []))[i] for i in range(3))
-            # a backup worker can be left waiting for a token once the chief has stopped
-            # (on TF too): a non-chief gives up after operation_timeout_in_ms
-            config = tf.ConfigProto(operation_timeout_in_ms=0 if k == 0 else worker_timeout_ms)
-            try:
-                with tf.train.MonitoredTrainingSession(
-                        master=servers[k].target, is_chief=k == 0, hooks=hooks, config=config,
-                        stop_grace_period_secs=stop_grace_period_secs,
-                        recovery_wait_secs=0.001, checkpoint_dir=checkpoint_dir,
-                        save_checkpoint_steps=save_checkpoint_steps) as sess:
-                    sessions.setdefault(k, []).append(sess)
-                    while k > 0 and int(sess.run(read_step)) < min(warmup_steps, steps):
-                        sess.run(pause)  # poll every ms until worker 0 has warmed up
-                    while not sess.should_stop():
-                        if two_phase:
-                            values, seen, value = sess.run([grads, read_step, loss])
-                            first_run.setdefault(k, sess.last_run.start_time)
-                            staleness = int(sess.run(read_step)) - int(seen)
-                            if max_staleness is not None and staleness > max_staleness:
-                                dropped.append(staleness)
-                                runs.append((sess.last_run.end_time, int(seen) + staleness,
-                                             float(value)))
-                                continue
-                            scale = np.float32(1 / (1 + staleness) if staleness_weighting
-                                               else 1)
-                            after = sess.run(step_after, {f: v * scale
-                                                          for f, v in zip(fed, values)})
-                        else:
-                            after, seen, value = sess.run([step_after, read_step, loss])
-                            first_run.setdefault(k, sess.last_run.start_time)
-                        if mode == "async":  # updates by others between its read and its own
-                            stale.append(int(after) - 1 - int(seen))
-                        runs.append((sess.last_run.end_time, int(after), float(value)))
-            except tf.errors.DeadlineExceededError:
-                ended_by[k] = "timed out waiting for a token"
-                return
-        ended_by[k] = "stopped"
+        run_worker(spec, k, cluster, servers[k].target, records[k])
 
-    clients = {f"worker:{k}": (lambda k=k: worker(k)) for k in range(workers)}
+    clients = {f"worker:{k}": (lambda k=k: worker(k)) for k in range(spec.workers)}
     clients.update({f"ps:{i}": server.join for i, server in enumerate(ps_servers)})
     try:
-        if failures:
-            from simdist.graph.server import cluster_of_running_servers
-            from simdist.graph._sim.world import world_of
-
-            _, runtimes = cluster_of_running_servers()
-            world = world_of(runtimes, next(iter(runtimes.values())).machine.hardware)
-            for task, at_us, down_us in failures:
-                restart = None
-                if task.startswith("worker:") and task[7:].isdigit():
-                    restart = lambda k=int(task[7:]): worker(k)  # noqa: E731
-                world.schedule_failure(task, world.env.now + int(at_us * 1000),
-                                       None if down_us is None else int(down_us * 1000),
-                                       restart)
+        if spec.failures:
+            _schedule_failures(spec.failures, worker)
         result = simulate_clients(clients)
     finally:
         stop_all_servers()
-    worker_runs = {k: record[k][0] for k in range(workers)}
-    staleness = [s for k in range(workers) for s in record[k][1]]
+    return _training_run(spec, result, records)
+
+
+def run_worker(spec: PSTrainingSpec, k: int, cluster, target: str,
+               record: _WorkerRecord) -> None:
+    """Worker ``k``'s client: it builds its graph and trains in a MonitoredTrainingSession
+    until StopAtStepHook stops it. A backup worker can be left waiting for a token once
+    the chief has stopped (on TF too): a non-chief gives up after
+    ``operation_timeout_in_ms``."""
+    g = build_worker_graph(spec, k, cluster)
+    with g.graph.as_default():
+        config = tf.ConfigProto(operation_timeout_in_ms=0 if k == 0 else
+                                spec.worker_timeout_ms)
+        try:
+            with tf.train.MonitoredTrainingSession(
+                    master=target, is_chief=k == 0, hooks=g.hooks, config=config,
+                    stop_grace_period_secs=spec.stop_grace_period_secs,
+                    recovery_wait_secs=0.001, checkpoint_dir=spec.checkpoint_dir,
+                    save_checkpoint_steps=spec.save_checkpoint_steps) as sess:
+                record.sessions.append(sess)
+                while k > 0 and int(sess.run(g.read_step)) < min(spec.warmup_steps,
+                                                                 spec.steps):
+                    sess.run(g.pause)  # poll every ms until worker 0 has warmed up
+                while not sess.should_stop():
+                    _train_step(spec, sess, g, record)
+        except tf.errors.DeadlineExceededError:
+            record.ended_by = "timed out waiting for a token"
+            return
+    record.ended_by = "stopped"
+
+
+def _train_step(spec: PSTrainingSpec, sess, g: WorkerGraph, record: _WorkerRecord) -> None:
+    """One training step of a worker: one run, or with a staleness remedy two (the
+    gradient and the global step, then the update with the gradient fed back, scaled by
+    1 / (1 + staleness) or dropped as too stale)."""
+    if spec.two_phase:
+        values, seen, value = sess.run([g.grads, g.read_step, g.loss])
+        _first_run(record, sess)
+        staleness = int(sess.run(g.read_step)) - int(seen)
+        if spec.max_staleness is not None and staleness > spec.max_staleness:
+            record.dropped.append(staleness)
+            record.runs.append((sess.last_run.end_time, int(seen) + staleness, float(value)))
+            return
+        scale = np.float32(1 / (1 + staleness) if spec.staleness_weighting else 1)
+        after = sess.run(g.step_after, {f: v * scale for f, v in zip(g.fed, values)})
+    else:
+        after, seen, value = sess.run([g.step_after, g.read_step, g.loss])
+        _first_run(record, sess)
+    if spec.mode == "async":  # updates by others between its read and its own
+        record.staleness.append(int(after) - 1 - int(seen))
+    record.runs.append((sess.last_run.end_time, int(after), float(value)))
+
+
+def _first_run(record: _WorkerRecord, sess) -> None:
+    if record.first_run is None:
+        record.first_run = sess.last_run.start_time
+
+
+def _schedule_failures(failures, worker) -> None:
+    """Each failure on the simulated cluster of the running servers; a failed worker
+    restarts by running its client ``worker(k)`` again."""
+    _, runtimes = cluster_of_running_servers()
+    world = world_of(runtimes, next(iter(runtimes.values())).machine.hardware)
+    for f in failures:
+        job, _, index = f.task.partition(":")
+        restart = (lambda k=int(index): worker(k)) if job == "worker" else None
+        world.schedule_failure(f.task, world.env.now + f.at_ns, f.down_ns, restart)
+
+
+def _training_run(spec: PSTrainingSpec, result, records: dict) -> PSTrainingRun:
+    """The run's PSTrainingRun from the simulation's result and the workers' records."""
+    worker_runs = {k: r.runs for k, r in records.items()}
+    staleness = [s for r in records.values() for s in r.staleness]
     final = max((step for runs in worker_runs.values() for _, step, _ in runs), default=0)
-    run = PSTrainingRun(result.trace, mode, worker_runs, final, 0, 0, staleness,
+    run = PSTrainingRun(result.trace, spec.mode, worker_runs, final, 0, 0, staleness,
                         result.end_time - result.start_time,
-                        {k: len(record[k][2]) for k in range(workers)},
-                        {k: ended_by.get(k, "killed") for k in range(workers)})
-    run.recoveries = {k: sum(sess.recoveries for sess in sessions.get(k, []))
-                      + len(sessions.get(k, [])) - 1 for k in range(workers)}
-    run.started_ns = min(first_run.values(), default=0)
-    run.restored_from = next((sess.restored_from for sess in reversed(sessions.get(0, []))
+                        {k: len(r.dropped) for k, r in records.items()},
+                        {k: r.ended_by for k, r in records.items()})
+    run.recoveries = {k: sum(sess.recoveries for sess in r.sessions) + len(r.sessions) - 1
+                      for k, r in records.items()}
+    run.started_ns = min((r.first_run for r in records.values() if r.first_run is not None),
+                         default=0)
+    run.restored_from = next((sess.restored_from for sess in reversed(records[0].sessions)
                               if sess.restored_from), None)
     counts = run.gradients_by_worker().values()
     run.applied, run.dropped = sum(a for a, _ in counts), sum(d for _, d in counts)
     return run
-
-
-def plot_ps_training(run: PSTrainingRun, path=None):
-    """Each worker's loss against simulated time, the global step over time, and the
-    gradients: applied and dropped per worker (sync) or the staleness histogram (async).
-    Saved as a PNG if ``path``."""
-    from matplotlib.figure import Figure
-
-    from simdist.hardware.units import time_unit
-
-    fig = Figure(figsize=(12, 3.8), layout="constrained")
-    loss_ax, step_ax, grad_ax = fig.subplots(1, 3)
-    unit, scale = time_unit(max(run.trained_ns, 1))
-    for k, runs in run.worker_runs.items():
-        times = [t / scale for t, _, _ in runs]
-        loss_ax.plot(times, [loss for _, _, loss in runs], marker=".", label=f"worker {k}")
-        step_ax.step(times, [step for _, step, _ in runs], where="post", label=f"worker {k}")
-    for event in (e for e in run.trace.instants if e.cat == "fault"):
-        for ax in (loss_ax, step_ax):
-            ax.axvline(event.t / scale, color="tab:red" if "failed" in event.name else
-                       "tab:gray", linestyle="--", linewidth=1)
-        step_ax.annotate(f"{event.pid} {event.name.split()[-1]}", (event.t / scale, 0),
-                         rotation=90, fontsize=7, va="bottom", ha="right")
-    loss_ax.set(title="loss seen by each worker", xlabel=f"simulated time ({unit})",
-                ylabel="loss (its own shard)")
-    step_ax.set(title="global step after each run", xlabel=f"simulated time ({unit})",
-                ylabel="global step")
-    for ax in (loss_ax, step_ax):
-        ax.grid(color="0.9", linewidth=0.6)
-        ax.legend(fontsize=8)
-    if run.mode == "async":
-        values = sorted(set(run.staleness))
-        grad_ax.bar(values, [run.staleness.count(v) for v in values], color="tab:orange")
-        grad_ax.set(title="staleness of applied gradients", xlabel="updates in between",
-                    ylabel="gradients")
-    else:
-        counts = run.gradients_by_worker()
-        workers = list(counts)
-        grad_ax.bar(workers, [counts[k][0] for k in workers], label="applied",
-                    color="tab:green")
-        grad_ax.bar(workers, [counts[k][1] for k in workers],
-                    bottom=[counts[k][0] for k in workers], label="dropped (stale)",
-                    color="tab:red")
-        grad_ax.set(title="gradients per worker", xlabel="worker", ylabel="gradients",
-                    xticks=workers)
-        grad_ax.legend(fontsize=8)
-    fig.suptitle(f"between-graph {run.mode} training on parameter servers")
-    if path is not None:
-        fig.savefig(path, dpi=120)
-    return fig
-
-
-def backup_worker_sweep(workers: int = 5, backups=(0, 1, 2), steps: int = 20,
-                        **options) -> list[dict]:
-    """Synchronous training with ``b`` of ``workers`` as backup workers (each step takes the
-    first ``workers - b`` gradients), for each ``b``: [{"backups", "us_per_step", "applied",
-    "dropped"}]. With random stragglers (``stall_probability``) backups shorten the steps."""
-    rows = []
-    for b in backups:
-        if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b < workers:
-            raise InvalidArgumentError(f"backup_worker_sweep: backups {b!r}, expected ints "
-                                       f"0..{workers - 1}")
-        run = train_on_ps(workers=workers, mode="sync", steps=steps,
-                          replicas_to_aggregate=workers - b, **options)
-        rows.append({"backups": b, "us_per_step": run.trained_ns / 1000 / run.global_step,
-                     "applied": run.applied, "dropped": run.dropped})
-    return rows
-
-
-def ps_bandwidth_sweep(configs=({"workers": 1}, {"workers": 2}, {"workers": 4},
-                                {"workers": 4, "ps": 2}, {"workers": 4, "ps": 4},
-                                {"workers": 4, "gradient_dtype": "float16"}),
-                       features: int = 1_000_000, steps: int = 8, **options) -> list[dict]:
-    """Asynchronous training of a large model (``features`` float32 weights: 4 MB at one
-    million) in each configuration: [{**config, "updates_per_s", "ps_received_bytes",
-    "global_step"}]. As
-    workers are added the ps NIC saturates (every update pushes a gradient and pulls the
-    weights through it); more ps shards share the load; float16 gradients halve the push."""
-    rows = []
-    for config in configs:
-        run = train_on_ps(mode="async", steps=steps, features=features, examples=2,
-                          **{**options, **config})
-        received = sum(s.args.get("bytes", 0) for s in run.trace.spans  # the ops' Recvs
-                       if s.pid.startswith("ps:") and s.name.startswith("Recv "))
-        rows.append({**config, "updates_per_s": run.global_step / (run.trained_ns / 1e9),
-                     "ps_received_bytes": received, "global_step": run.global_step})
-    return rows

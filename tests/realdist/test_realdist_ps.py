@@ -57,7 +57,7 @@ def ps_failure(tmp_path_factory):
     """ps:0 killed 1 s after the start line (global step 5 in simdist, checkpoints every 3
     steps), back 0.5 s later."""
     return compare_train_on_ps(workers=2, mode="sync", steps=10, step_ms=[100, 170],
-                               failures=[("ps:0", 1000, 500)], save_checkpoint_steps=3,
+                               failures=["ps:0@1s+500ms"], save_checkpoint_steps=3,
                                checkpoint_dir=str(tmp_path_factory.mktemp("ckpt")),
                                timeout=240)
 
@@ -66,7 +66,7 @@ def ps_failure(tmp_path_factory):
 def worker_failure(tmp_path_factory):
     """worker:1 killed 0.6 s after the start line, started again 0.3 s later."""
     return compare_train_on_ps(workers=2, mode="sync", steps=8, step_ms=[100, 170],
-                               failures=[("worker:1", 600, 300)], save_checkpoint_steps=3,
+                               failures=["worker:1@600ms+300ms"], save_checkpoint_steps=3,
                                checkpoint_dir=str(tmp_path_factory.mktemp("ckpt")),
                                timeout=240)
 

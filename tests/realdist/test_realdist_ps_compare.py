@@ -220,14 +220,17 @@ def test_async_rows_add_the_staleness():
     ({"seed": -1}, "real_train_on_ps: seed=-1, expected an int >= 0"),
     ({"stop_grace_period_secs": 120}, "real_train_on_ps: stop_grace_period_secs=120, expected "
                                       "seconds >= 0 and below the timeout (60)"),
-    ({"failures": [("ps:1", 100, 100)]}, "real_train_on_ps: failure of task 'ps:1', which is "
+    ({"failures": ["ps:1@100ms+100ms"]}, "real_train_on_ps: failure of task 'ps:1', which is "
                                          "not in this cluster: its tasks are ps:0, worker:0, "
                                          "worker:1, worker:2"),
-    ({"failures": [("ps:0", -5, 100)]}, "real_train_on_ps: failure of ps:0: at_ms=-5, expected "
-                                        "ms from 0 to 600000"),
-    ({"failures": [("ps:0", 5, None)]}, "real_train_on_ps: failure of ps:0: down_ms=None"),
-    ({"failures": ["ps:0"]}, "real_train_on_ps: failure 'ps:0', expected (task, at_ms, "
-                             "down_ms)"),
+    ({"failures": ["ps:0@601s+100ms"]}, "real_train_on_ps: failure of ps:0: at_ms=601000.0, "
+                                        "expected ms from 0 to 600000"),
+    ({"failures": ["ps:0@5ms"]}, "real_train_on_ps: failure 'ps:0@5ms': expected a downtime "
+                                 "(TASK@TIME[+DOWN] with +DOWN)"),
+    ({"failures": ["ps:0"]}, "failure 'ps:0': expected TASK@TIME[+DOWN], e.g. "
+                             "'worker:1@2ms+1ms'"),
+    ({"failures": [("ps:0", 1000, 500)]}, "failure ('ps:0', 1000, 500): the old form (task, "
+                                          "at_ms, down_ms) is gone: write 'ps:0@1s+500ms'"),
     ({"save_checkpoint_steps": 3}, "real_train_on_ps: save_checkpoint_steps=3 needs a "
                                    "checkpoint_dir"),
     ({"checkpoint_dir": "/tmp/x", "save_checkpoint_steps": 0},
@@ -251,12 +254,15 @@ def test_bad_options_are_refused_before_any_process_starts(options, message):
     (["--replicas-to-aggregate", "5"],
      "realdist: error: real_train_on_ps: replicas_to_aggregate=5 is more than the 3 workers"),
     (["--trace", "out.txt"], "realdist: error: --trace 'out.txt' must end in .json"),
-    (["--fail", "ps:0,x,100"], "realdist: error: --fail 'ps:0,x,100': expected TASK,AT_MS,"
-                               "DOWN_MS (e.g. ps:0,1500,1000"),
-    (["--fail", "worker:3,100,100"], "realdist: error: real_train_on_ps: failure of task "
-                                     "'worker:3', which is not in this cluster"),
-    (["--fail", "ps:0,-1,100"], "realdist: error: real_train_on_ps: failure of ps:0: "
-                                "at_ms=-1.0, expected ms from 0 to 600000"),
+    (["--fail", "ps:0,x,100"], "realdist: error: failure 'ps:0,x,100': expected "
+                               "TASK@TIME[+DOWN], e.g. 'worker:1@2ms+1ms'"),
+    (["--fail", "worker:3@100ms+100ms"], "realdist: error: real_train_on_ps: failure of task "
+                                         "'worker:3', which is not in this cluster"),
+    (["--fail", "ps:0@-1ms+100ms"], "realdist: error: failure 'ps:0@-1ms+100ms': expected "
+                                    "whole nanoseconds, the time >= 0"),
+    (["--fail", "ps:0,1000,500"], "realdist: error: failure 'ps:0,1000,500': the old form "
+                                  "TASK,AT_MS,DOWN_MS is gone: write 'ps:0@1s+500ms' "
+                                  "(TASK@TIME[+DOWN], times with units)"),
 ])
 def test_bad_ps_command_input_is_one_line_and_exit_2(capsys, argv, expected):
     assert realdist_main(["ps", *argv]) == 2
@@ -266,7 +272,7 @@ def test_bad_ps_command_input_is_one_line_and_exit_2(capsys, argv, expected):
 
 
 def test_failure_rows_give_the_step_at_the_failure_and_the_restored_step(tmp_path):
-    run = train_on_ps(workers=3, mode="sync", steps=12, failures=[("ps:0", 8000, 2000)],
+    run = train_on_ps(workers=3, mode="sync", steps=12, failures=["ps:0@8ms+2ms"],
                       checkpoint_dir=str(tmp_path), save_checkpoint_steps=3)
     rows = {name: (sim, real) for name, sim, real in compare_ps_runs(run, run)}
     assert rows["ps:0 failed: global step"] == (5, 5)  # as tests/distribute/test_fault_tolerance.py
@@ -277,10 +283,10 @@ def test_failure_rows_give_the_step_at_the_failure_and_the_restored_step(tmp_pat
     assert table[1].split()[-4:] == ["3", "-", "<-", "differs"]
 
 
-def test_simulate_like_passes_the_failures_in_us_and_its_own_checkpoint_folder(tmp_path):
+def test_simulate_like_passes_the_failures_and_its_own_checkpoint_folder(tmp_path):
     options = {"workers": 3, "ps": 1, "mode": "sync", "steps": 12, "step_ms": [1, 1, 1],
                "replicas_to_aggregate": None, "learning_rate": 0.05, "seed": 0,
-               "stop_grace_period_secs": 1.0, "failures": [["ps:0", 8, 2]],
+               "stop_grace_period_secs": 1.0, "failures": ["ps:0@8ms+2ms"],
                "checkpoint_dir": str(tmp_path / "real"), "save_checkpoint_steps": 3}
     run = simulate_like(options)
     assert [(e.name, e.t) for e in run.trace.instants if e.cat == "fault"] == [
@@ -289,7 +295,8 @@ def test_simulate_like_passes_the_failures_in_us_and_its_own_checkpoint_folder(t
 
 
 def test_the_launcher_collects_repeated_keys_and_checks_failures(tmp_path):
-    from realdist.runtime.localcluster import MARK, check_failures, read_outputs
+    from realdist.runtime.localcluster import check_failures
+    from realdist.runtime.processes import MARK, read_outputs
 
     out = tmp_path / "task.out"
     out.write_text("".join(f"{MARK}{line}\n" for line in (
@@ -302,20 +309,26 @@ def test_the_launcher_collects_repeated_keys_and_checks_failures(tmp_path):
         check_failures([("worker:1", 1, True)], {"ps": 1, "worker": 2}, "f")
 
 
-def test_simdists_fail_option_reads_us_and_realdists_ms():
-    from simdist.commands.ps import _failure
+def test_realdist_ps_reads_the_failure_syntax_and_hands_the_launcher_ms(monkeypatch):
+    from realdist.training import ps_programs
 
-    assert _failure("ps:0,8000,2000") == ("ps:0", 8000.0, 2000.0)
-    with pytest.raises(InvalidArgumentError, match="expected TASK,AT_US,DOWN_US"):
-        _failure("ps:0,8000")
-    with pytest.raises(InvalidArgumentError, match="expected TASK,AT_MS,DOWN_MS"):
-        _failure("ps:0", unit="ms")
+    handed = []
+
+    def run_cluster(jobs, tasks, timeout, failures):
+        handed.extend(failures)
+        raise InterruptedError  # no TensorFlow process: only what the launcher was given
+
+    monkeypatch.setattr(ps_programs, "run_cluster", run_cluster)
+    with pytest.raises(InterruptedError):
+        ps_programs.real_train_on_ps(workers=2, failures=["ps:0@1s+500ms", "worker:1@1500us+2s"])
+    assert handed == [("ps:0", 1000.0, 500.0), ("worker:1", 1.5, 2000.0)]
 
 
 def test_the_launcher_kills_a_task_after_the_start_line_and_starts_it_again(tmp_path):
     import time
 
-    from realdist.runtime.localcluster import MARK, _Schedule
+    from realdist.runtime.localcluster import _Schedule
+    from realdist.runtime.processes import MARK
 
     class Proc:
         def __init__(self):

@@ -238,7 +238,7 @@ def test_a_lower_learning_rate_and_a_warm_up_also_tame_staleness():
 
 
 def test_backup_workers_shorten_steps_with_random_stragglers():
-    from simdist.training.ps_training import backup_worker_sweep
+    from simdist.training.ps_sweeps import backup_worker_sweep
 
     rows = backup_worker_sweep(workers=5, backups=(0, 1, 2), steps=20, stall_us=6000,
                                stall_probability=0.15)
@@ -252,7 +252,7 @@ def test_backup_workers_shorten_steps_with_random_stragglers():
 
 
 def test_the_ps_nic_saturates_and_sharding_or_float16_relieve_it():
-    from simdist.training.ps_training import ps_bandwidth_sweep
+    from simdist.training.ps_sweeps import ps_bandwidth_sweep
 
     rows = {(r["workers"], r.get("ps", 1), r.get("gradient_dtype", "float32")): r
             for r in ps_bandwidth_sweep(features=500_000, steps=6)}
@@ -268,7 +268,7 @@ def test_the_ps_nic_saturates_and_sharding_or_float16_relieve_it():
 
 
 def test_a_sparse_model_sends_only_the_rows_it_looked_up():
-    from simdist.training.ps_training import ps_bandwidth_sweep
+    from simdist.training.ps_sweeps import ps_bandwidth_sweep
 
     dense, sparse = ps_bandwidth_sweep(configs=({"workers": 4},
                                                 {"workers": 4, "model": "sparse"}),
