@@ -1,10 +1,18 @@
 """realdist: the DistLab exercises on real TensorFlow (logical CPUs, localhost clusters, GPUs).
 
-``run_exercise(exercise)`` trains a ``simdist.training.exercises.Exercise`` with a real tf.distribute
-strategy and returns the same ``RunResult`` as ``simdist.training.simulate_exercise``: the
-same initial weights, batches and SGD math, so the final weights agree within float32
-round-off. It records the same trace schema as simdist (``simdist.trace.schema``). TensorFlow is
-imported only when a run starts, never at simdist's (or this package's) import time.
+``run_exercise(exercise)`` trains a ``simdist.training.exercises.Exercise`` with a real
+tf.distribute strategy and returns the same ``RunResult`` as
+``simdist.training.simulate_exercise``: the same initial weights, batches and SGD math, so the
+final weights agree within float32 round-off. It records the same trace schema as simdist
+(``simdist.trace.schema``). TensorFlow is imported only when a run starts, never at simdist's
+(or this package's) import time.
+
+Its packages, bottom up, each importing those below it: ``runtime`` (TensorFlow, devices,
+child processes, the localhost cluster in its private network), ``graph`` (TF1 snippets and
+queue facts), ``training`` (loops and programs; its parameter-server evaluation and
+``Model.fit`` reach up to the parameter-server runner), ``distribute`` (the runners the
+strategy records name), ``calibration`` (measured step times); ``cli`` on top (the
+``realdist`` command).
 """
 
 
@@ -13,9 +21,9 @@ def run_exercise(exercise, timeout: float = 300, on_step=None, **options):
 
     The runner is the one its strategy record names (``simdist.distribute.registry``):
     default, one_device, mirrored and central_storage run in this process (its logical CPU
-    devices are set up first, see ``realdist.runtime.devices``); multi_worker_mirrored runs one local
-    process per worker. ``on_step(k, loss, step_ns)`` is called after every step; a run that
-    passes ``timeout`` seconds ends with DeadlineExceededError. ``options`` go to the runner
+    devices are set up first, see ``realdist.runtime.devices``); multi_worker_mirrored runs one
+    local process per worker. ``on_step(k, loss, step_ns)`` is called after every step; a run
+    that passes ``timeout`` seconds ends with DeadlineExceededError. ``options`` go to the runner
     (parameter_server: ``processes``, one process per task).
     """
     import importlib

@@ -1,6 +1,9 @@
-"""The tf.distribute strategies on real TensorFlow: the in-process ones, MultiWorkerMirrored
-as one process per worker, ParameterServerStrategy on a localhost cluster, and TF's own split
-of a global batch.
+"""The runners that the strategy records (``simdist.distribute.registry``) name: an exercise
+trained with a real tf.distribute strategy, in process (``strategies``), as one process per
+worker (MultiWorkerMirrored, ``multiworker``) or on a localhost parameter-server cluster
+(``parameter_server``); and TF's own split of a global batch (``split``).
 
-May import ``realdist.runtime``, ``realdist.training`` (the loops) and simdist's spec.
+May import ``realdist.runtime`` and ``realdist.training`` (the loop, models and the
+parameter-server coordinator and report), and simdist's errors, cluster, exercises and
+failures.
 """

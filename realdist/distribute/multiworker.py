@@ -1,16 +1,17 @@
 """MultiWorkerMirroredStrategy on localhost: one process per worker, as on a real cluster.
 
-The launcher picks free ports, writes every worker's ``TF_CONFIG`` (simdist.hardware.cluster's
-``tf_config_for_all_tasks``) and starts ``python -m realdist.distribute.multiworker DIR`` once per
-worker, each in its own process group. A worker sets up its devices, creates the strategy
-(before any other TF op: that starts the runtime) with
-``CommunicationOptions(implementation=RING|NCCL|AUTO, timeout_seconds=...)`` and trains;
-worker 0 (the chief) reports every step as it goes. The launcher watches them: a worker that
-exits with an error ends the run at once (UnavailableError with the end of its log), one that
-hangs ends it at the timeout (DeadlineExceededError), and every worker's process group is killed
-in ``finally``, so no child outlives the run. The workers run in a private network
-(``realdist.runtime.loopback``) on 127.0.0.1: TF's servers cannot be reached from another machine. A
-launcher killed outright leaves its job directory behind; the next launch removes it.
+The launcher picks free ports, writes every worker's ``TF_CONFIG``
+(simdist.hardware.cluster's ``tf_config_for_all_tasks``) and starts ``python -m
+realdist.distribute.multiworker DIR`` once per worker, each in its own process group. A
+worker sets up its devices, creates the strategy (before any other TF op: that starts the
+runtime) with ``CommunicationOptions(implementation=RING|NCCL|AUTO, timeout_seconds=...)``
+and trains; worker 0 (the chief) reports every step as it goes. The launcher watches them: a
+worker that exits with an error ends the run at once (UnavailableError with the end of its
+log), one that hangs ends it at the timeout (DeadlineExceededError), and every worker's
+process group is killed in ``finally``, so no child outlives the run. The workers run in a
+private network (``realdist.runtime.localcluster.PrivateNetwork``) on 127.0.0.1: TF's
+servers cannot be reached from another machine. A launcher killed outright leaves its job
+directory behind; the next launch removes it.
 
 On CPUs TF's MultiWorkerMirroredStrategy runs ONE replica per worker (it uses CPU:0 only; it
 ignores logical CPUs), so more replicas per worker need that many GPUs per worker.
@@ -25,7 +26,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,7 +39,8 @@ from simdist.base.errors import (DeadlineExceededError, InvalidArgumentError, Si
                             UnavailableError, brief)
 from simdist.training.exercises import Exercise
 
-from realdist.runtime.loopback import PrivateNetwork
+from realdist.runtime.localcluster import PrivateNetwork
+from realdist.runtime.processes import free_ports, kill_group, log_tail
 from realdist.runtime.trace import result_from_workers
 
 FAULT_ENV = "REALDIST_FAULT"
@@ -48,18 +49,6 @@ JOB_DIR_PREFIX = "realdist-mwms-"
 #: the most worker processes realdist starts on one machine
 MAX_LOCAL_WORKERS = 16
 PROGRESS = "progress.jsonl"
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free loopback ports (bound together, then released for TF)."""
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def worker_devices_env(exercise: Exercise, num_gpus: int) -> list[dict]:
@@ -138,7 +127,7 @@ def launch(job: dict, envs: list[dict], timeout: float, on_step=None,
             _watch(procs, tmp, deadline, timeout, on_step)
         finally:
             for p in procs:
-                _kill_group(p)
+                kill_group(p)
         return [json.loads((tmp / f"worker{i}.json").read_text()) for i in range(len(envs))]
 
 
@@ -161,15 +150,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _kill_group(proc) -> None:
-    """SIGKILL the worker's whole process group (it leads its own), then reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 def _watch(procs, tmp: Path, deadline: float, timeout: float, on_step) -> None:
     reported = 0
     while True:
@@ -180,7 +160,7 @@ def _watch(procs, tmp: Path, deadline: float, timeout: float, on_step) -> None:
                 raise UnavailableError(
                     f"worker:{i} exited with code {code} ({_describe_exit(code)}); the run is "
                     f"stopped and every worker killed. End of its log:\n"
-                    f"{_log_tail(tmp / f'worker{i}.log')}")
+                    f"{log_tail(tmp / f'worker{i}.log')}")
         if all(code == 0 for code in codes):
             _report_progress(tmp / PROGRESS, reported, on_step)
             return
@@ -191,7 +171,7 @@ def _watch(procs, tmp: Path, deadline: float, timeout: float, on_step) -> None:
                 f"({reported} steps reported by the chief); still running: "
                 f"{', '.join(f'worker:{i}' for i in running)} -- killed. A worker that hangs "
                 f"(or waits for a peer that never comes) looks like this. Their logs end:\n"
-                + "\n".join(f"  worker:{i}:\n{_log_tail(tmp / f'worker{i}.log', 6)}"
+                + "\n".join(f"  worker:{i}:\n{log_tail(tmp / f'worker{i}.log', 6)}"
                             for i in running))
         time.sleep(0.05)
 
@@ -211,11 +191,6 @@ def _describe_exit(code: int) -> str:
     if code < 0:
         return f"killed by {signal.Signals(-code).name}"
     return "crashed" if code != 1 else "raised an error"
-
-
-def _log_tail(path: Path, lines: int = 12) -> str:
-    text = path.read_text(errors="replace").splitlines() if path.exists() else []
-    return "\n".join("    " + line for line in text[-lines:]) or "    (empty)"
 
 
 # ------------------------------------------------------------------------- worker process

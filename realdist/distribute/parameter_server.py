@@ -1,5 +1,5 @@
-"""ParameterServerStrategy on real TensorFlow, on a localhost cluster inside
-``realdist.runtime.localcluster``'s private network namespace: in process (DESIGN.md's recipe: one
+"""ParameterServerStrategy on real TensorFlow, on a localhost cluster in
+``realdist.runtime.localcluster``'s private network: in process (DESIGN.md's recipe: one
 ``tf.distribute.Server`` per worker and ps task in the coordinator's own process) or one
 process per task.
 
@@ -20,6 +20,7 @@ from simdist.base import errors
 from simdist.distribute.failures import check_failures
 
 from realdist.runtime.localcluster import Task, run_cluster
+from realdist.training.parameter_server_result import run_result
 
 _LAYOUT = r"""
 tf1.enable_eager_execution()  # the prelude is TF1's; ParameterServerStrategy is TF2
@@ -62,7 +63,7 @@ def shard_layout(variables, partitioner=None, workers: int = 1, ps: int = 2,
 
 _CHIEF = r"""
 tf1.enable_eager_execution()  # the prelude is TF1's; ParameterServerStrategy is TF2
-from realdist import parameter_server_loop as loop
+from realdist.training import parameter_server_loop as loop
 from simdist.training.exercises import Exercise
 job = json.loads(JOB)
 servers = [] if job["processes"] else loop.serve_in_process(tf, CLUSTER)
@@ -121,8 +122,6 @@ def run_parameter_server(exercise, timeout: float = 300, on_step=None,
             tasks += server_tasks(exercise)
         report = run_cluster({"chief": 1, "worker": exercise.workers, "ps": exercise.ps},
                              tasks, timeout)
-    from realdist.training.parameter_server_result import run_result
-
     result = run_result(exercise, report, processes)
     if on_step is not None:  # the coordinator reports when the run is over
         for k, (loss, ns) in enumerate(zip(result.losses, result.step_times_ns)):

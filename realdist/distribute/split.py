@@ -3,8 +3,8 @@
 A dataset of example ids 0..n-1, batched into global batches, goes through
 ``strategy.experimental_distribute_dataset`` exactly as the training loop's batches do; every
 replica's ids are read back with ``strategy.experimental_local_results``. ``realdist split``
-prints them, and the tests compare them with ``simdist.distribute.input_lib.split_global_batch`` and with the
-multi-worker rule.
+prints them, and the tests compare them with ``simdist.distribute.input_lib.split_global_batch``
+and with the multi-worker rule.
 """
 
 from __future__ import annotations

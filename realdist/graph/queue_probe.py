@@ -1,6 +1,7 @@
-"""What real TF1 queues do, probed in a child process (``realdist.graph.queues`` sends this file's
-source and ``queue_probe_values``'s to a fresh Python after ``realdist.graph.tf1.PRELUDE``:
-TensorFlow comes in as ``tf`` and ``tf1``, nothing is imported here).
+"""What real TF1 queues do, probed in a child process (``realdist.graph.queues`` sends this
+file's source and ``queue_probe_values``'s to a fresh Python after
+``realdist.runtime.processes.PRELUDE``: TensorFlow comes in as ``tf`` and ``tf1``, nothing is
+imported here).
 
 ``probe()`` builds every queue class of ``tf.compat.v1`` in graph mode and records the ops
 each method adds, the static shapes of what it returns, and the error (class, code, message)

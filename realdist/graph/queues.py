@@ -7,8 +7,8 @@ RandomShuffleQueue and PriorityQueue do: the ops each method adds (default name 
 way they fail, as the error's class, code, node, kernel ``message``, the ``first_line``
 after TF's "Graph execution error:" and the whole ``e.message`` and ``str(e)`` (stack
 frames shortened: TF's to paths inside site-packages, the probe's own without line
-numbers). ``tests/data/tf_queue_facts.json`` holds them (``python -m realdist.graph.queues facts
---write``); a realtf test regenerates them and compares.
+numbers). ``tests/data/tf_queue_facts.json`` holds them (``realdist queues facts --write``);
+a realtf test regenerates them and compares.
 
 Things the facts show that are easy to miss: a queue without a ``shared_name`` appears in
 messages as ``_N_<op name>`` (N counts the process's anonymous resources); a
@@ -153,10 +153,3 @@ def _dtype(value) -> str:
 def _plain(value):
     return np.asarray(value).tolist()
 
-
-if __name__ == "__main__":
-    import sys
-
-    from realdist.cli import main
-
-    sys.exit(main(["queues", *sys.argv[1:]]))

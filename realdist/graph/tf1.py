@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -25,19 +23,8 @@ import numpy as np
 from simdist.base.errors import DeadlineExceededError, UnavailableError
 from simdist.graph.placement import parse_placement_log
 
-from realdist.runtime.loopback import PrivateNetwork
-
-MARK = "@@DISTLAB "
-PRELUDE = """
-import json, os, sys
-import numpy as np
-import tensorflow as tf
-tf1 = tf.compat.v1
-tf1.disable_eager_execution()
-def emit(key, value):
-    print("@@DISTLAB " + json.dumps({key: value}, default=lambda x: np.asarray(x).tolist()),
-          flush=True)
-"""
+from realdist.runtime.localcluster import PrivateNetwork
+from realdist.runtime.processes import MARK, PRELUDE, child_env, free_ports
 
 
 def program_source(fn) -> str:
@@ -46,23 +33,14 @@ def program_source(fn) -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _env():
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0", GRPC_FAIL_FAST="use_caller",
-               CUDA_VISIBLE_DEVICES="-1")
-    env.pop("TF_CONFIG", None)
-    return env
+    return free_ports(1)[0]
 
 
 def run_python(code: str, timeout: float = 120, preexec_fn=None) -> tuple[dict, str]:
     """Run ``PRELUDE + code`` in a fresh Python (``preexec_fn``: e.g. joining a
     ``PrivateNetwork``); returns (what it emitted, its stderr)."""
     proc = subprocess.Popen([sys.executable, "-c", PRELUDE + code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=_env(),
+                            stderr=subprocess.PIPE, text=True, env=child_env(),
                             preexec_fn=preexec_fn)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -233,11 +211,11 @@ sys.stdin.read()  # serve until the parent closes stdin (or kills us)
 def real_shared_counter(increments=(3, 3), timeout: float = 120, source: str | None = None,
                         ) -> dict:
     """The same on real TF: one process runs the ps and worker servers on free loopback
-    ports, in a private network (``realdist.runtime.loopback``: reachable from no other machine);
-    each client is its own process in it, run one after the other; then a local session.
-    ``source`` is code defining ``counter_client`` (default: this module's)."""
-    cluster = {"ps": [f"127.0.0.1:{free_port()}"],
-               "worker": [f"127.0.0.1:{free_port()}" for _ in range(2)]}
+    ports, in a private network (``realdist.runtime.localcluster``: reachable from no other
+    machine); each client is its own process in it, run one after the other; then a local
+    session. ``source`` is code defining ``counter_client`` (default: this module's)."""
+    ports = [f"127.0.0.1:{port}" for port in free_ports(3)]
+    cluster = {"ps": ports[:1], "worker": ports[1:]}
     with PrivateNetwork() as net:
         return _shared_counter_in(net.preexec_fn(), cluster, increments, timeout, source)
 
@@ -245,7 +223,7 @@ def real_shared_counter(increments=(3, 3), timeout: float = 120, source: str | N
 def _shared_counter_in(preexec_fn, cluster, increments, timeout, source) -> dict:
     servers = subprocess.Popen([sys.executable, "-c", PRELUDE + _SERVERS, json.dumps(cluster)],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, env=_env(),
+                               stderr=subprocess.DEVNULL, text=True, env=child_env(),
                                preexec_fn=preexec_fn)
     try:
         line = servers.stdout.readline()

@@ -1,25 +1,24 @@
 """A localhost TF cluster of several processes, reachable from this machine only.
 
-TF's gRPC server (``tf.distribute.Server``) is unauthenticated, and it listens on every
-interface whatever host the cluster spec names: TF 2.21's ``GrpcServer::Init`` binds
-``"0.0.0.0:" + port`` (gRPC makes that the dual-stack ``[::]``), and neither ``ServerDef``
-nor ``ConfigProto`` has a bind-address option. So ``run_cluster`` runs every process of a
-cluster inside a private network namespace (``unshare --user --map-root-user --net``, Linux)
-whose only interface is loopback: the servers listen on ``[::]`` of a namespace nothing
-outside can reach. Where no namespace can be made (not Linux, user namespaces disabled) the
-run goes on in the host's network and its ``network`` record says so.
+TF's gRPC server (``tf.distribute.Server``, and the one MultiWorkerMirroredStrategy starts
+from ``TF_CONFIG``) is unauthenticated, and it listens on every interface whatever host the
+cluster spec names: TF 2.21's ``GrpcServer::Init`` binds ``"0.0.0.0:" + port`` (gRPC makes
+that the dual-stack ``[::]``), and neither ``ServerDef`` nor ``ConfigProto`` has a
+bind-address option. So every TF server realdist starts runs in a ``PrivateNetwork``: a
+Linux network namespace (with a user namespace that maps the user to itself, when not root)
+whose only interface is its own loopback, held by a small holder process; ``preexec_fn``
+moves each new process into it. Where no namespace can be made (not Linux, a container
+that forbids them), ``isolated`` is False, ``reason`` says why and a warning on stderr says
+that the servers listen on every interface of the machine.
 
-Inside, a small launcher (this module's ``main``, no TensorFlow) brings ``lo`` up, picks a
-free port per task, starts each task as ``python -c PRELUDE + code`` (``CLUSTER``, the
-cluster dict with ``127.0.0.1:PORT`` addresses, and ``TASK``, its name, are defined for it),
-watches them and reports what they emitted. Server tasks serve until every client task has
-ended; a client that fails ends the run (UnavailableError with the end of its log), one that
-hangs ends it at the timeout (DeadlineExceededError), and every process is killed in a
-``finally``: the launcher kills its tasks, the caller kills the launcher's process group.
-
-What a task emits (``emit(key, value)``) is its output: each key keeps its last value, and
-a key ending in ``[]`` collects every value in order (``outputs[task]["run"]`` for
-``emit("run[]", ...)``), so that a task killed midway leaves what it emitted so far.
+``run_cluster`` starts a launcher (this module's ``main``, no TensorFlow) in a private
+network; it picks a free port per task and starts each task as ``python -c PRELUDE + code``
+(``realdist.runtime.processes``; ``CLUSTER``, the cluster dict with ``127.0.0.1:PORT``
+addresses, and ``TASK``, its name, are defined for it), watches them and reports what they
+emitted. Server tasks serve until every client task has ended; a client that fails ends the
+run (UnavailableError with the end of its log), one that hangs ends it at the timeout
+(DeadlineExceededError), and every process is killed in a ``finally`` (the launcher kills
+its tasks, the caller the launcher's process group) and dies with its parent.
 
 Failures (``failures=[Failure(task, at_ms, down_ms)]``, the spec of simdist's
 ``train_on_ps``): the launcher kills the task's process (SIGKILL) ``at_ms`` after the start
@@ -35,38 +34,151 @@ defined for it), e.g. when it sees that worker inside a function.
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
-import functools
 import json
 import os
-import shutil
+import signal
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from simdist.base import errors
 
-from realdist.runtime.loopback import die_with_parent
-from realdist.distribute.multiworker import _kill_group, _log_tail, free_ports
-from realdist.graph.tf1 import MARK, PRELUDE, _env
+from realdist.runtime.processes import (MARK, PRELUDE, child_env, free_ports, kill_group,
+                                        log_tail, read_outputs)
 
 # TF's __init__ imports Keras's optimizers (for the SavedModel registry, b/196254385):
 # 2-3 s of each process's start-up that these programs, which use no Keras, do without.
 LEAN_IMPORT = ("import sys\nsys.modules['keras.src.optimizers'] = None\n"
                "sys.modules['tf_keras.src.optimizers'] = None\n")
-NAMESPACE = ["unshare", "--user", "--map-root-user", "--net", "--"]
+CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+
+
+# ----------------------------------------------------------------- the private network
+
+#: the holder, its ``lo`` up (``_unshare``): says READY, waits for stdin to close
+_HOLDER = "import sys\nprint('READY', flush=True)\nsys.stdin.read()\n"
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def die_with_parent() -> None:
+    _libc().prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: gone when the launcher is
+
+
+def _loopback_up() -> None:
+    """Bring ``lo`` up (a new network namespace starts with it down)."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH", b"lo", 0)
+        flags = struct.unpack("16sH", fcntl.ioctl(sock, siocgifflags, request)[:18])[1]
+        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH", b"lo", flags | iff_up))
+
+
+def _unshare() -> None:
+    """In the holder, before exec: a new network namespace (and user namespace if needed)
+    with ``lo`` up, while the holder still has its capabilities there (a user other than
+    root loses them at exec)."""
+    die_with_parent()
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNET if uid == 0 else CLONE_NEWUSER | CLONE_NEWNET
+    if _libc().unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    if uid != 0:  # map the user to itself, so that files it writes are the user's
+        for name, text in (("uid_map", f"{uid} {uid} 1"), ("setgroups", "deny"),
+                           ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    _loopback_up()
+
+
+class PrivateNetwork:
+    """A network namespace with only a loopback, for the duration of a ``with`` block."""
+
+    def __init__(self):
+        self.isolated, self.reason, self._holder = False, "", None
+
+    def __enter__(self) -> PrivateNetwork:
+        self._start()
+        if not self.isolated:
+            print(f"realdist: warning: {self.reason}; TF's servers listen on every network "
+                  "interface of this machine during this run (their worker service is "
+                  "unauthenticated)", file=sys.stderr, flush=True)
+        return self
+
+    def _start(self) -> None:
+        if not sys.platform.startswith("linux"):
+            self.reason = f"network namespaces are Linux only (this is {sys.platform})"
+            return
+        try:
+            self._holder = subprocess.Popen([sys.executable, "-c", _HOLDER],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True,
+                                            preexec_fn=_unshare)
+            line = self._holder.stdout.readline()
+        except (OSError, subprocess.SubprocessError) as error:
+            self.reason = f"cannot make a network namespace: {error}"
+            self._stop()
+            return
+        if line.strip() != "READY":
+            self.reason = ("the private network's holder did not start: "
+                           f"{self._holder.stderr.read()[-300:].strip() or line!r}")
+            self._stop()
+            return
+        self.isolated = True
+
+    def __exit__(self, *exc) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._holder is not None:
+            self._holder.kill()
+            self._holder.wait()
+            for stream in (self._holder.stdin, self._holder.stdout, self._holder.stderr):
+                stream.close()
+            self._holder = None
+
+    def preexec_fn(self):
+        """A ``preexec_fn`` that moves a new process into this network (and dies with its
+        parent), or only the latter when the network is not isolated."""
+        if not self.isolated:
+            return die_with_parent
+        pid, user = self._holder.pid, os.getuid() != 0
+
+        def join():
+            die_with_parent()
+            libc = _libc()
+            for kind, flag in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET)):
+                if kind == "user" and not user:
+                    continue
+                fd = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY)
+                try:
+                    if libc.setns(fd, flag) != 0:
+                        raise OSError(ctypes.get_errno(), f"setns {kind}: "
+                                      f"{os.strerror(ctypes.get_errno())}")
+                finally:
+                    os.close(fd)
+
+        return join
+
+
+# ----------------------------------------------------------------------- the cluster
 
 
 @dataclass
 class Task:
-    """One process of the cluster: ``code`` runs after ``realdist.graph.tf1.PRELUDE``; a
-    ``server`` task is killed once every other task has ended."""
+    """One process of the cluster: ``code`` runs after ``processes.PRELUDE``; a ``server``
+    task is killed once every other task has ended."""
 
     name: str
     code: str
@@ -108,37 +220,28 @@ def check_failures(failures, jobs: dict[str, int], caller: str) -> list[Failure]
     return checked
 
 
-@functools.lru_cache(maxsize=1)
-def namespace_prefix() -> tuple[str, ...]:
-    """The command prefix that runs a program in a private network namespace, or () where
-    this machine cannot make one."""
-    if not sys.platform.startswith("linux") or shutil.which("unshare") is None:
-        return ()
-    probe = subprocess.run([*NAMESPACE, "true"], capture_output=True, timeout=10)
-    return tuple(NAMESPACE) if probe.returncode == 0 else ()
-
-
 def run_cluster(jobs: dict[str, int], tasks: list[Task], timeout: float,
                 failures=()) -> dict:
     """Run ``tasks`` on a localhost cluster with ``jobs`` ({job: number of tasks}); returns
     {"outputs": {task name: what it emitted}, "network": {...}, "cluster": {...},
     "failures": [...]}. ``failures``: see the module docstring."""
     failures = check_failures(failures, jobs, "run_cluster")
-    prefix = namespace_prefix() if jobs else ()  # no server, nothing to isolate
-    command = [*prefix, sys.executable, "-m", "realdist.runtime.localcluster"]
-    job = {"jobs": jobs, "timeout": timeout, "namespace": bool(prefix),
-           "tasks": [vars(t) for t in tasks], "failures": [f._asdict() for f in failures]}
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=_env(),
-                            start_new_session=True, preexec_fn=die_with_parent)
-    try:
-        out, err = proc.communicate(json.dumps(job), timeout=timeout + 30)
-    except subprocess.TimeoutExpired:
-        raise errors.DeadlineExceededError(
-            f"the localhost cluster's launcher did not end {timeout + 30:g} s after it "
-            "started; it and its tasks are killed") from None
-    finally:
-        _kill_group(proc)
+    with PrivateNetwork() if jobs else nullcontext() as net:  # no server: nothing to isolate
+        job = {"jobs": jobs, "timeout": timeout, "namespace": bool(net and net.isolated),
+               "tasks": [vars(t) for t in tasks], "failures": [f._asdict() for f in failures]}
+        proc = subprocess.Popen([sys.executable, "-m", "realdist.runtime.localcluster"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=child_env(),
+                                start_new_session=True,
+                                preexec_fn=net.preexec_fn() if net else die_with_parent)
+        try:
+            out, err = proc.communicate(json.dumps(job), timeout=timeout + 30)
+        except subprocess.TimeoutExpired:
+            raise errors.DeadlineExceededError(
+                f"the localhost cluster's launcher did not end {timeout + 30:g} s after it "
+                "started; it and its tasks are killed") from None
+        finally:
+            kill_group(proc)
     report = [json.loads(line[len(MARK):]) for line in out.splitlines()
               if line.startswith(MARK)]
     if not report:
@@ -156,15 +259,6 @@ def run_local(code: str, timeout: float) -> dict:
 
 
 # ---------------------------------------------------------------------- the launcher
-
-
-def _loopback_up() -> None:
-    """Bring ``lo`` up (a new network namespace starts with it down)."""
-    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        request = struct.pack("16sH", b"lo", 0)
-        flags = struct.unpack("16sH", fcntl.ioctl(sock, siocgifflags, request)[:18])[1]
-        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH", b"lo", flags | iff_up))
 
 
 def listening(ports) -> set[str]:
@@ -194,8 +288,6 @@ def _address(hex_address: str, width: int) -> str:
 
 def launch(job: dict) -> dict:
     """Start the job's tasks here, watch them, return their outputs (the launcher's work)."""
-    if job["namespace"]:
-        _loopback_up()
     names = [(name, i) for name, n in job["jobs"].items() for i in range(n)]
     ports = free_ports(len(names))
     cluster = {name: [] for name in job["jobs"]}
@@ -219,7 +311,7 @@ def launch(job: dict) -> dict:
                     open(tmp / f"{label}.log", "wb") as err:
                 procs[name] = subprocess.Popen(
                     [sys.executable, "-c", code, json.dumps(cluster)], stdout=out,
-                    stderr=err, env={**_env(), **keras,
+                    stderr=err, env={**child_env(), **keras,
                                      "DISTLAB_INCARNATION": str(incarnation)},
                     preexec_fn=die_with_parent)
             runs.append((label, name))
@@ -244,7 +336,7 @@ def launch(job: dict) -> dict:
                     name = failed[0]
                     raise errors.UnavailableError(
                         f"task {name} exited with code {codes[name]}; the cluster is "
-                        f"stopped. End of its log:\n{_log_tail(log(name))}")
+                        f"stopped. End of its log:\n{log_tail(log(name))}")
                 if all(code == 0 for code in codes.values()):
                     break
                 if time.monotonic() > deadline:
@@ -253,7 +345,7 @@ def launch(job: dict) -> dict:
                         f"the localhost cluster did not finish within {job['timeout']:g} s"
                         f"{schedule.describe()}; still running: {', '.join(running)} -- "
                         "killed. Their logs end:\n"
-                        + "\n".join(f"  {name}:\n{_log_tail(log(name), 6)}"
+                        + "\n".join(f"  {name}:\n{log_tail(log(name), 6)}"
                                     for name in running))
                 time.sleep(0.02)
         finally:
@@ -265,20 +357,6 @@ def launch(job: dict) -> dict:
                "listening": sorted(seen)}
     return {"outputs": outputs, "network": network, "cluster": cluster,
             "failures": schedule.done}
-
-
-def read_outputs(path: Path) -> dict:
-    """What a task emitted (see the module docstring)."""
-    outputs: dict = {}
-    text = path.read_text(errors="replace") if path.exists() else ""
-    for line in text.splitlines():
-        if line.startswith(MARK):
-            for key, value in json.loads(line[len(MARK):]).items():
-                if key.endswith("[]"):
-                    outputs.setdefault(key[:-2], []).append(value)
-                else:
-                    outputs[key] = value
-    return outputs
 
 
 class _Schedule:

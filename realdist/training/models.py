@@ -1,4 +1,5 @@
-"""The four exercise models in TensorFlow, doing exactly simdist's math (simdist/training/models.py).
+"""The four exercise models in TensorFlow, doing exactly simdist's math
+(simdist/training/models.py).
 
 Weights are plain ``tf.Variable``s made from the numpy initial weights ``model.init(seed)``,
 keyed by simdist's names (``kernel``, ``hidden/kernel``, ...), so both halves start from the

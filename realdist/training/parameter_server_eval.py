@@ -31,10 +31,11 @@ import time
 
 import numpy as np
 
-from simdist.training.evaluation import STYLES, batches_of
 from simdist.base.errors import InvalidArgumentError, brief
+from simdist.training.evaluation import STYLES, batches_of
 
-LANE = "evaluation"  # as simdist's
+from realdist.distribute.parameter_server import run_parameter_server
+
 DONE = "training-done"  # the file the coordinator writes once no checkpoint will follow
 
 
@@ -77,8 +78,6 @@ def run_evaluation(exercise, style: str, eval_examples: int = 256, eval_batch: i
     """Train ``exercise`` (a parameter_server one) on real TF and evaluate it in ``style``
     on its first ``eval_examples`` examples: simdist's ``simulate_evaluation`` on a real
     cluster; the outcome in ``metadata["evaluation"]``."""
-    from realdist.distribute.parameter_server import run_parameter_server
-
     options = check_options(exercise, style, eval_examples, eval_batch, shards, poll_s, kill)
     return run_parameter_server(exercise, timeout=timeout, processes=processes,
                                 evaluation=options)
@@ -108,7 +107,8 @@ class Evaluation:
         n = options["eval_examples"]
         self.x, self.y = data.x[:n], data.y[:n]
         self.batches = batches_of(n, options["eval_batch"])
-        from realdist.training.models import per_example_loss_fn  # TensorFlow: in the coordinator only
+        # TensorFlow: in the coordinator only
+        from realdist.training.models import per_example_loss_fn
 
         self.loss_of = per_example_loss_fn(exercise.model)
         self.checkpoint_dir, self.control = checkpoint_dir, control
@@ -293,36 +293,4 @@ def sidecar(tf, exercise, options: dict, checkpoint_dir: str, emit) -> None:
     emit("sidecar", {"evaluated": evaluated, "skipped": skipped, "metrics": metrics})
 
 
-__all__ = ["Evaluation", "check_options", "run_evaluation", "sidecar", "to_metadata"]
-
-
-def to_metadata(report: dict, tracer, origin: int) -> dict:
-    """The coordinator's (and the evaluator's) evaluation report as simdist's
-    ``metadata["evaluation"]``, its spans and instants added to ``tracer`` (time 0 at
-    ``origin``): "evaluate" on the chief's "evaluation" lane, each evaluation function on
-    its worker's "functions" lane, "wrote ckpt-N" where the coordinator wrote a
-    checkpoint. Returns (the evaluation, its functions' runs)."""
-    out = report["outputs"]["chief"]["out"]
-    evaluation = dict(out["evaluation"])
-    span = evaluation.pop("span", None)
-    if span is not None:
-        tracer.span("chief:0", "chief:0", LANE, "evaluate", "evaluation", span[0] - origin,
-                    span[1] - span[0], {"style": evaluation["style"]})
-    for run in evaluation.pop("functions", []):
-        pid = f"worker:{run['worker']}"
-        tracer.span(pid, pid, "functions", run["function"], "function",
-                    run["start"] - origin, run["end"] - run["start"],
-                    {"function": run["function"],
-                     "run": evaluation["function_runs"][run["function"]]})
-    runs = evaluation.pop("function_runs", {})
-    if "visits" in evaluation:
-        evaluation["visits"] = np.asarray(evaluation["visits"], np.int64)
-    if evaluation["style"] == "sidecar":
-        evaluation.update(report["outputs"]["evaluator"]["sidecar"])
-        for c in evaluation["checkpoints"]:
-            c["weights"] = {k: np.asarray(v, np.float32) for k, v in c["weights"].items()}
-            c["at"] -= origin
-            tracer.instant("chief:0", "chief:0", LANE, f"wrote {c['name']}", "checkpoint",
-                           c["at"], {"step": c["step"]})
-    return evaluation, runs
-
+__all__ = ["Evaluation", "check_options", "run_evaluation", "sidecar"]

@@ -1,11 +1,14 @@
 """A real parameter-server run in simdist's RunResult and trace schema.
 
-The coordinator's report (``realdist.training.parameter_server_loop.train``) becomes, with time 0 at
-the start of the training (the coordinator's clock): on ``chief:0`` one "epoch N" span per epoch (lane "train",
-as simdist's ``ps_exercise``); on each ``worker:i`` one "step_fn#N" span (category
-"function", lane "functions") per function it ran to the end, and "fault" instants where
-the launcher killed it, restarted it and saw it serve again. ``function_runs`` counts the starts of every function
-(recorded on ps:0 by the function itself): 2 for a function re-run after its worker died.
+The coordinator's report (``realdist.training.parameter_server_loop.train``) becomes, with
+time 0 at the start of the training (the coordinator's clock): on ``chief:0`` one "epoch N"
+span per epoch (lane "train", as simdist's ``ps_exercise``); on each ``worker:i`` one
+"step_fn#N" span (category "function", lane "functions") per function it ran to the end,
+and "fault" instants where the launcher killed it, restarted it and saw it serve again.
+``function_runs`` counts the starts of every function (recorded on ps:0 by the function
+itself): 2 for a function re-run after its worker died. An evaluation's report
+(``realdist.training.parameter_server_eval``) becomes simdist's ``metadata["evaluation"]``
+and its spans (``evaluation_metadata``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from simdist.training.exercises import RunResult
 from simdist.trace.schema import Tracer, build_trace
 
 LANE = "functions"
+EVALUATION_LANE = "evaluation"  # as simdist's
 TIMES = ("killed", "restarted", "serving")  # a failure record's times (time.monotonic_ns)
 
 
@@ -38,9 +42,7 @@ def run_result(exercise, report: dict, processes: bool) -> RunResult:
         function_ns += [(run["end"] - run["start"]) // run["steps"]] * run["steps"]
     evaluation, eval_runs = {}, {}
     if "evaluation" in out:  # realdist.training.parameter_server_eval
-        from realdist.training.parameter_server_eval import to_metadata
-
-        evaluation["evaluation"], eval_runs = to_metadata(report, tracer, origin)
+        evaluation["evaluation"], eval_runs = evaluation_metadata(report, tracer, origin)
     kills = [{k: v - origin if k in TIMES and v is not None else v for k, v in f.items()
               if k != "start_line"} for f in report["failures"]]
     for kill in kills:
@@ -75,3 +77,35 @@ def run_result(exercise, report: dict, processes: bool) -> RunResult:
     step_times = [(out["epochs"][-1]["end"] - origin) // steps] * steps
     weights = {k: np.asarray(v, np.float32) for k, v in out["weights"].items()}
     return RunResult("realdist", exercise, out["losses"], weights, step_times, metadata, trace)
+
+
+def evaluation_metadata(report: dict, tracer, origin: int) -> dict:
+    """The coordinator's (and the evaluator's) evaluation report as simdist's
+    ``metadata["evaluation"]``, its spans and instants added to ``tracer`` (time 0 at
+    ``origin``): "evaluate" on the chief's "evaluation" lane, each evaluation function on
+    its worker's "functions" lane, "wrote ckpt-N" where the coordinator wrote a
+    checkpoint. Returns (the evaluation, its functions' runs)."""
+    out = report["outputs"]["chief"]["out"]
+    evaluation = dict(out["evaluation"])
+    span = evaluation.pop("span", None)
+    if span is not None:
+        tracer.span("chief:0", "chief:0", EVALUATION_LANE, "evaluate", "evaluation",
+                    span[0] - origin, span[1] - span[0], {"style": evaluation["style"]})
+    for run in evaluation.pop("functions", []):
+        pid = f"worker:{run['worker']}"
+        tracer.span(pid, pid, LANE, run["function"], "function",
+                    run["start"] - origin, run["end"] - run["start"],
+                    {"function": run["function"],
+                     "run": evaluation["function_runs"][run["function"]]})
+    runs = evaluation.pop("function_runs", {})
+    if "visits" in evaluation:
+        evaluation["visits"] = np.asarray(evaluation["visits"], np.int64)
+    if evaluation["style"] == "sidecar":
+        evaluation.update(report["outputs"]["evaluator"]["sidecar"])
+        for c in evaluation["checkpoints"]:
+            c["weights"] = {k: np.asarray(v, np.float32) for k, v in c["weights"].items()}
+            c["at"] -= origin
+            tracer.instant("chief:0", "chief:0", EVALUATION_LANE, f"wrote {c['name']}",
+                           "checkpoint", c["at"], {"step": c["step"]})
+    return evaluation, runs
+

@@ -1,6 +1,7 @@
 """The worker processes of realdist's parameter-server training, on real TF1
-(``realdist.training.ps_programs`` sends this file's source after ``realdist.training.queue_tasks``'s, which
-gives ``serve``, ``worker_server``, ``session_config`` and ``now``; nothing is imported here).
+(``realdist.training.ps_programs`` sends this file's source after
+``realdist.training.queue_tasks``'s, which gives ``serve``, ``worker_server``,
+``session_config`` and ``now``; nothing is imported here).
 
 ``ps_worker`` runs the program of ``simdist.training.ps_training.train_on_ps`` on real TF:
 ``replica_device_setter``, ``get_or_create_global_step``, a linear model on the worker's

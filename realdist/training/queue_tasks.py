@@ -1,6 +1,7 @@
-"""The processes of realdist's queue programs, on real TF1 (``realdist.training.queue_programs`` sends
-this file's source to each task after ``realdist.graph.tf1.PRELUDE``; a task of a localhost cluster
-also has ``CLUSTER`` and ``TASK``, see ``realdist.runtime.localcluster``; nothing is imported here).
+"""The processes of realdist's queue programs, on real TF1
+(``realdist.training.queue_programs`` sends this file's source to each task after
+``realdist.runtime.processes.PRELUDE``; a task of a localhost cluster also has ``CLUSTER`` and
+``TASK``, see ``realdist.runtime.localcluster``; nothing is imported here).
 
 Between-graph replication as TF1 did it: the ps task only serves (``server.join()``); each
 worker process runs its own ``tf.distribute.Server`` and a client of it, with

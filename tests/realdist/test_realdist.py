@@ -55,7 +55,8 @@ SCRIPT = textwrap.dedent("""
     from pathlib import Path
     from simdist.training.exercises import Exercise
     from simdist.base.errors import SimdistError
-    from realdist import devices, run_exercise
+    from realdist import run_exercise
+    from realdist.runtime import devices
 
     out = Path(sys.argv[1]); jobs = json.loads(sys.argv[2]); report = {}
     report["devices"] = devices.configure_cpus(4)

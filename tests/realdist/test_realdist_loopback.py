@@ -10,7 +10,7 @@ import tempfile
 import pytest
 
 from realdist.distribute import multiworker
-from realdist.runtime.loopback import PrivateNetwork
+from realdist.runtime.localcluster import PrivateNetwork
 
 pytestmark = [pytest.mark.timeout(60),
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]

@@ -7,7 +7,7 @@ import pytest
 from realdist.training import queue_programs
 from realdist.graph import queues
 from realdist.cli import main as realdist_main
-from realdist.runtime.localcluster import Task, namespace_prefix, run_cluster
+from realdist.runtime.localcluster import PrivateNetwork, Task, run_cluster
 from simdist.base.errors import DeadlineExceededError
 
 pytestmark = pytest.mark.realtf
@@ -22,7 +22,7 @@ def facts():
 def test_the_fact_sheet_is_what_real_tf_does_now(facts):
     assert queues.differences(facts, queues.queue_facts(timeout=200)) == [], (
         "real TF's queues no longer match tests/data/tf_queue_facts.json: if TF or "
-        "realdist/graph/queue_probe.py changed, rerun `python -m realdist.graph.queues facts --write`")
+        "realdist/graph/queue_probe.py changed, rerun `realdist queues facts --write`")
 
 
 def _error(record):
@@ -113,9 +113,10 @@ def test_loader_trainer_delivers_every_example_once(loader_trainer):
 
 @pytest.mark.timeout(120)
 def test_cluster_servers_listen_on_loopback_only(loader_trainer):
-    if not namespace_prefix():
-        pytest.skip("no private network namespace here (unshare --user --net failed): "
-                    "TF's servers listen on every interface of the host")
+    with PrivateNetwork() as net:
+        if not net.isolated:
+            pytest.skip(f"no private network namespace here ({net.reason}): TF's servers "
+                        "listen on every interface of the host")
     network = loader_trainer.network
     assert network["namespace"] and network["interfaces"] == ["lo"]
     assert len(network["listening"]) == 3  # ps:0, worker:0, worker:1
