@@ -17,7 +17,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from course.lessons import SOURCE, LessonError
+from course.folders import SOURCE, LessonError
 
 #: the source of each edition, beside lesson.md
 SOURCES = {"en": SOURCE, "zh": "lesson.zh.md"}
@@ -120,7 +120,8 @@ def notebook_is_stale(lesson_dir, path=None, lang: str = "en") -> bool:
 
 _HEADING = re.compile(r"^(#{1,4}) (.*)$")
 _EXERCISE = re.compile(r"^### .*?(★{1,3}).*?`(\w+)")
-_LANGUAGE_LINE = re.compile(r"^\s*(set_language\(.*\)|from course.lessons import set_language)\s*(#.*)?$")
+_LANGUAGE_LINE = re.compile(
+    r"^\s*(set_language\(.*\)|from course.lessons import set_language)\s*(#.*)?$")
 
 
 @dataclass

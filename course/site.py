@@ -7,7 +7,7 @@ change. While it runs, ``record_timelines`` (run in the kernel, in a cell that i
 saves the trace of every timeline the lesson draws, so that the page can offer it to Perfetto.
 Lessons come from ``lessons.list_lessons``, their notebooks from ``notebooks/`` and, for each
 other edition, from ``notebooks/LANG/`` (``notebooks.notebook_path``: ``notebooks/zh/``).
-The HTML is in ``course_html.py``; nothing on the site is loaded from the network.
+The HTML is in ``html.py``; nothing on the site is loaded from the network.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import Callable
 from course import html as H
 from course.lang import LANGUAGES as CHECK_LANGUAGES
 from course.lang import localize, word
-from course.lessons import list_lessons, run_checks
+from course.checks import run_checks
+from course.folders import list_lessons
 from course.notebooks import editions, notebook_path
 
 #: the plots of simdist.trace.plots that take a trace first: the traces the site offers
@@ -32,7 +33,7 @@ TRACE_PLOTS = ("plot_timeline", "plot_queue_occupancy")
 #: the name of each edition's language
 LANGUAGES = {"en": "English", "zh": "简体中文"}
 
-#: the folder of the simdist package's checkout: the kernel imports simdist from it
+#: the folder that holds this package (and simdist beside it): the kernel imports them from it
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -123,7 +124,7 @@ def same_cells(a, b) -> bool:
 def record_timelines(directory) -> None:
     """Run in a notebook's kernel: from now on, every trace drawn by ``TRACE_PLOTS`` is also
     saved in ``directory`` (``trace-N.json``), and the cell that drew it gets an output
-    saying so (``course_html.TRACE_MIME``, with a line of text for Jupyter)."""
+    saying so (``html.TRACE_MIME``, with a line of text for Jupyter)."""
     from IPython.display import display
 
     from simdist.trace.schema import plots
@@ -177,7 +178,7 @@ def execute(notebook: Path, traces: Path, timeout: float = 600,
     if traces.exists():
         shutil.rmtree(traces)
     nb.cells.insert(0, nbformat.v4.new_code_cell(
-        f"import course.site\nsimdist.course.record_timelines({str(traces)!r})"))
+        f"import course.site\ncourse.site.record_timelines({str(traces)!r})"))
 
     def started(cell, cell_index, **_):
         if on_cell is not None and cell_index > 0:

@@ -18,20 +18,21 @@ import os
 import shutil
 from pathlib import Path
 
+from course.folders import EXERCISES, course_root
 from simdist.base.errors import InvalidArgumentError
 
-#: the workspace next to the lessons/ folder of the checkout (or installed tree)
-DEFAULT_WORKSPACE = Path(__file__).resolve().parent.parent / "my_exercises"
-EXERCISES = "exercises.py"
+#: the default workspace's folder, beside lessons/
+WORKSPACE = "my_exercises"
 STATE = ".progress.json"
 
 
 def workspace_dir(workspace=None) -> Path:
-    """``workspace``, else ``$DISTLAB_WORKSPACE``, else ``my_exercises/`` in the checkout."""
+    """``workspace``, else ``$DISTLAB_WORKSPACE``, else ``my_exercises/`` beside the lessons
+    folder (``folders.course_root``)."""
     if workspace is not None:
         return Path(workspace)
     env = os.environ.get("DISTLAB_WORKSPACE")
-    return Path(env) if env else DEFAULT_WORKSPACE
+    return Path(env) if env else course_root() / WORKSPACE
 
 
 def workspace_file(lesson_dir, workspace=None) -> Path:

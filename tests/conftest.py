@@ -100,10 +100,9 @@ def run_on_workers(p, body, hardware=None, trace=True):
 
 class LessonChecks:
     """A lesson's checks, loaded once so that the simulated runs they share are made once,
-    and the three things its test file does with them."""
+    and each run on a learner's answer."""
 
-    def __init__(self, number: str, folder, exercises):
-        self.number, self.exercises = number, set(exercises)
+    def __init__(self, folder):
         self.checks = {c.exercise: c for c in lessons.load_checks(folder)}
 
     def result(self, exercise: str, source: str):
@@ -111,17 +110,3 @@ class LessonChecks:
         module = types.ModuleType("answers")
         exec(source, module.__dict__)  # noqa: S102 - the test's own answers
         return lessons.run_check(self.checks[exercise], module)
-
-    def assert_the_solution_passes(self):
-        solution = lessons.load_exercises(self.number, solution=True)
-        failed = [f"{r.name}: {r.message} (hint: {r.hint})" for r in
-                  (lessons.run_check(c, solution) for c in self.checks.values())
-                  if not r.passed]
-        assert not failed, "\n".join(failed)
-
-    def assert_the_stubs_are_not_done(self):
-        results = lessons.run_checks(self.number)
-        assert len(results) == len(self.exercises)
-        assert all(r.not_done and not r.passed for r in results)
-        assert {r.message for r in results} == {f"not done yet: exercise {name}"
-                                                for name in self.exercises}

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simdist.base.errors import InvalidArgumentError
+from course.checks import peek
+from course.folders import LessonError, find_lesson, repo_relative, solution_path
 from course.lang import LANGUAGES, language
-from course.lessons import (LessonError, all_lessons_status, format_progress, peek, print_checks,
-                       repo_relative, solution_path, find_lesson)
+from course.report import print_checks
+from course.status import all_lessons_status, format_progress
+from simdist.base.errors import InvalidArgumentError
 
 
 def main(argv=None) -> int:

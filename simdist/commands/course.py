@@ -6,8 +6,8 @@ import argparse
 import sys
 import time
 
+from course.folders import LessonError, find_lesson, repo_relative
 from simdist.base.errors import InvalidArgumentError
-from course.lessons import LessonError, find_lesson, repo_relative
 
 USAGE = "usage: simdist course build [NN ...] [options] | simdist course serve [options]"
 

@@ -7,9 +7,9 @@ import argparse
 import sys
 
 from course import workspace as ws
-from simdist.base.errors import InvalidArgumentError
-from course.lessons import LessonError, find_lesson, lessons_dir, list_lessons, repo_relative
+from course.folders import LessonError, find_lesson, lessons_dir, list_lessons, repo_relative
 from course.notebooks import editions, notebook_is_stale, notebook_path, write_notebook
+from simdist.base.errors import InvalidArgumentError
 
 USAGE = "usage: simdist lesson build [NN|--all] | simdist lesson start NN"
 

@@ -6,7 +6,6 @@ import base64
 import json
 import re
 import threading
-from pathlib import Path
 
 import nbformat
 import pytest

@@ -1,26 +1,15 @@
-"""Lesson 11 (TPUs and TPUStrategy): its checks against the solution and the stubs, wrong
-answers with their hints, and the notebook."""
+"""Lesson 11 (TPUs and TPUStrategy): wrong answers with their hints, and the notebook
+(test_lesson_checks.py runs its checks on the solution and the stubs)."""
 
 
 import pytest
 
-from course import notebooks
 
 from tests.conftest import ROOT, LessonChecks, assert_notebook_shows
 
 FOLDER = ROOT / "lessons" / "11_tpu"
-EXERCISES = {"ici_bytes_per_chip", "steps_per_execution_for_90_percent",
-             "batches_that_compile"}
-LESSON = LessonChecks("11", FOLDER, EXERCISES)
+LESSON = LessonChecks(FOLDER)
 _result = LESSON.result
-
-
-def test_every_check_passes_against_the_solution():
-    LESSON.assert_the_solution_passes()
-
-
-def test_every_check_fails_against_the_stubs_as_not_done():
-    LESSON.assert_the_stubs_are_not_done()
 
 
 ICI = "import math\ndef ici_bytes_per_chip(x, y, n):\n"
@@ -82,12 +71,6 @@ def test_wrong_batch_sets_get_what_is_wrong_and_a_hint(body, message, hint):
     r = _result("batches_that_compile", f"def batches_that_compile(c):\n    return {body}")
     assert not r.passed and message in r.message, r.message
     assert r.hint.startswith(hint), r.hint
-
-
-def test_committed_notebooks_are_not_stale():
-    for lang in ("en", "zh"):
-        assert not notebooks.notebook_is_stale(FOLDER, lang=lang), (
-            "notebooks/11_tpu.ipynb is out of date: run `simdist lesson build 11`")
 
 
 NOTEBOOK_TEXT = ["v3-32     32 cores   16 chips   4 x 4  torus   4 host(s)",
