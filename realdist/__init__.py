@@ -9,10 +9,10 @@ final weights agree within float32 round-off. It records the same trace schema a
 
 Its packages, bottom up, each importing those below it: ``runtime`` (TensorFlow, devices,
 child processes, the localhost cluster in its private network), ``graph`` (TF1 snippets and
-queue facts), ``training`` (loops and programs; its parameter-server evaluation and
-``Model.fit`` reach up to the parameter-server runner), ``distribute`` (the runners the
-strategy records name), ``calibration`` (measured step times); ``cli`` on top (the
-``realdist`` command).
+queue facts), ``training`` (loops and programs), ``distribute`` (the runners the strategy
+records name), ``calibration`` (measured step times); ``cli`` and ``commands`` on top (the
+``realdist`` command). This module may import the runners (by the dotted name a strategy
+record gives) and simdist's registry; nothing at import time.
 """
 
 

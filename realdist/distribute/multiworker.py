@@ -41,7 +41,7 @@ from simdist.training.exercises import Exercise
 
 from realdist.runtime.localcluster import PrivateNetwork
 from realdist.runtime.processes import free_ports, kill_group, log_tail
-from realdist.runtime.trace import result_from_workers
+from realdist.training.loop_result import result_from_workers
 
 FAULT_ENV = "REALDIST_FAULT"
 #: a job directory is TMPDIR/realdist-mwms-PID-XXXX, PID being its launcher's

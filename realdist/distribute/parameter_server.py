@@ -1,26 +1,21 @@
 """ParameterServerStrategy on real TensorFlow, on a localhost cluster in
-``realdist.runtime.localcluster``'s private network: in process (DESIGN.md's recipe: one
-``tf.distribute.Server`` per worker and ps task in the coordinator's own process) or one
-process per task.
+``realdist.runtime.localcluster``'s private network.
 
-``run_parameter_server`` trains an exercise with simdist's custom training loop
-(``realdist.training.parameter_server_loop``) and returns its RunResult; a worker failure in the
-exercise (``worker:1@2s+1s``) SIGKILLs that worker's process 2 s (wall clock) after the first
-function started and restarts it 1 s later. ``shard_layout`` creates variables under a real
-ParameterServerStrategy with a partitioner and returns what TF made of them (each shard's
-name, device and shape), to set beside simdist's layout of the same variables.
+``shard_layout`` creates variables under a real ParameterServerStrategy with a partitioner
+and returns what TF made of them (each shard's name, device and shape), to set beside
+simdist's layout of the same variables. ``run_parameter_server``, the runner that the
+strategy's record names, trains an exercise on such a cluster
+(``realdist.training.parameter_server_runner``).
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
-
-from simdist.base import errors
-from simdist.distribute.failures import check_failures
 
 from realdist.runtime.localcluster import Task, run_cluster
-from realdist.training.parameter_server_result import run_result
+from realdist.training.parameter_server_runner import run_parameter_server
+
+__all__ = ["run_parameter_server", "shard_layout"]
 
 _LAYOUT = r"""
 tf1.enable_eager_execution()  # the prelude is TF1's; ParameterServerStrategy is TF2
@@ -59,92 +54,3 @@ def shard_layout(variables, partitioner=None, workers: int = 1, ps: int = 2,
                          [Task("chief", f"JOB = {json.dumps(json.dumps(job))}\n" + _LAYOUT)],
                          timeout)
     return report["outputs"]["chief"]["layout"]
-
-
-_CHIEF = r"""
-tf1.enable_eager_execution()  # the prelude is TF1's; ParameterServerStrategy is TF2
-from realdist.training import parameter_server_loop as loop
-from simdist.training.exercises import Exercise
-job = json.loads(JOB)
-servers = [] if job["processes"] else loop.serve_in_process(tf, CLUSTER)
-exercise = Exercise.from_dict(job["exercise"])
-evaluation = None
-if job["evaluation"]:
-    from realdist.training.parameter_server_eval import Evaluation
-    evaluation = Evaluation(tf, exercise, job["evaluation"], job["checkpoint_dir"], CONTROL)
-emit("out", loop.train(tf, CLUSTER, exercise, job["failures"], CONTROL, emit, evaluation))
-sys.stdout.flush()
-os._exit(0)  # the servers' threads would keep the process alive
-"""
-
-_EVALUATOR = r"""
-tf1.enable_eager_execution()
-from realdist.training.parameter_server_eval import sidecar
-from simdist.training.exercises import Exercise
-job = json.loads(JOB)
-sidecar(tf, Exercise.from_dict(job["exercise"]), job["evaluation"], job["checkpoint_dir"],
-        emit)
-"""
-
-_SERVER = r"""
-from realdist.training.parameter_server_loop import serve
-job, index = TASK.split(":")
-serve(tf, CLUSTER, job, int(index))
-"""
-
-
-def run_parameter_server(exercise, timeout: float = 300, on_step=None,
-                         processes: bool | None = None, evaluation: dict | None = None):
-    """Train a parameter_server exercise on real TF; its RunResult. ``processes``: one
-    process per task (True), every task in the coordinator's process (False), or the
-    former only when the exercise injects failures or the evaluation kills a worker (None:
-    a process to kill). ``evaluation``: ``parameter_server_eval.check_options``'s dict, to
-    evaluate after training (``metadata["evaluation"]``)."""
-    if exercise.strategy != "parameter_server":
-        raise errors.InvalidArgumentError(f"strategy {exercise.strategy!r} is not "
-                                          "parameter_server")
-    exercise.validate()
-    failures = _real_failures(exercise)
-    kills = bool(failures) or bool(evaluation and evaluation["kill"])
-    processes = kills if processes is None else processes
-    if kills and not processes:
-        raise errors.InvalidArgumentError(
-            f"failures {list(exercise.failures) or [evaluation['kill']]} need one process per "
-            "task (a worker to kill), not the in-process cluster")
-    with tempfile.TemporaryDirectory(prefix="realdist-checkpoints-") as checkpoints:
-        job = {"exercise": exercise.to_dict(), "processes": processes, "failures": failures,
-               "evaluation": evaluation, "checkpoint_dir": checkpoints}
-        code = f"JOB = {json.dumps(json.dumps(job))}\n"
-        tasks = [Task("chief", code + _CHIEF)]
-        if evaluation and evaluation["style"] == "sidecar":
-            tasks.append(Task("evaluator", code + _EVALUATOR))
-        if processes:
-            tasks += server_tasks(exercise)
-        report = run_cluster({"chief": 1, "worker": exercise.workers, "ps": exercise.ps},
-                             tasks, timeout)
-    result = run_result(exercise, report, processes)
-    if on_step is not None:  # the coordinator reports when the run is over
-        for k, (loss, ns) in enumerate(zip(result.losses, result.step_times_ns)):
-            on_step(k, loss, ns)
-    return result
-
-
-def server_tasks(exercise) -> list[Task]:
-    """A process of its own for every worker and ps task, serving until killed."""
-    return [Task(f"{name}:{i}", _SERVER, server=True) for name, n in
-            (("worker", exercise.workers), ("ps", exercise.ps)) for i in range(n)]
-
-
-def _real_failures(exercise) -> list:
-    """The exercise's failures as (worker task, seconds after the first function, seconds
-    down or None): on real TF only workers fail (a ps failure needs the checkpoint restore
-    that simdist models)."""
-    out = []
-    for f in check_failures(exercise):
-        if not f.task.startswith("worker:"):
-            raise errors.UnimplementedError(
-                f"failure of {f.task}: realdist kills worker processes only (a ps failure "
-                "cancels the epoch and needs a checkpoint restore; simdist run "
-                "parameter_server simulates it)")
-        out.append([f.task, f.at_ns / 1e9, None if f.down_ns is None else f.down_ns / 1e9])
-    return out

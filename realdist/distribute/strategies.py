@@ -20,7 +20,7 @@ from simdist.base.errors import FailedPreconditionError, UnimplementedError
 from realdist.runtime import devices as realdevices
 from realdist.training.loop import train
 from realdist.runtime.tfenv import tf
-from realdist.runtime.trace import result_from_workers
+from realdist.training.loop_result import result_from_workers
 
 #: where CentralStorageStrategy keeps the variables
 PARAMETER_DEVICE = "/device:CPU:0"

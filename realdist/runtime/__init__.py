@@ -1,7 +1,7 @@
 """What every real run stands on: TensorFlow imported quietly (``tfenv``), logical devices
 (``devices``), the child processes that run TF programs (``processes``), the localhost
-cluster launcher with its loopback-only private network (``localcluster``), progress bars
-(``progress``), and real runs in simdist's RunResult and trace schema (``trace``).
+cluster launcher with its loopback-only private network (``localcluster``), and progress
+bars (``progress``).
 
-May import simdist's errors, trace schema and exercise records; nothing of realdist above it.
+May import simdist's base (errors); nothing of realdist above it, no concept of simdist.
 """

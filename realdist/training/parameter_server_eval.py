@@ -34,7 +34,7 @@ import numpy as np
 from simdist.base.errors import InvalidArgumentError, brief
 from simdist.training.evaluation import STYLES, batches_of
 
-from realdist.distribute.parameter_server import run_parameter_server
+from realdist.training.parameter_server_runner import run_parameter_server
 
 DONE = "training-done"  # the file the coordinator writes once no checkpoint will follow
 

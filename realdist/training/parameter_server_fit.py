@@ -16,7 +16,7 @@ import json
 from simdist.base import errors
 
 from realdist.runtime.localcluster import Task, run_cluster
-from realdist.distribute.parameter_server import server_tasks
+from realdist.training.parameter_server_runner import server_tasks
 
 _FIT = r"""
 tf1.enable_eager_execution()  # the prelude is TF1's; ParameterServerStrategy is TF2

@@ -1,8 +1,9 @@
-"""Real runs in simdist's trace schema and RunResult (DESIGN.md, Trace schema).
+"""The training loop's outputs as a real run's RunResult, in simdist's trace schema
+(DESIGN.md, Trace schema).
 
-Every worker's training loop reports its steps as wall-clock ``time.monotonic_ns()`` spans
-(one clock for every process of the machine); here they become one ``simdist.trace.schema.Trace``
-whose time 0 is the first step's start: per worker (pid ``worker:i``) a "steps" lane with
+Every worker's training loop (``realdist.training.loop.train``) reports its steps as
+wall-clock ``time.monotonic_ns()`` spans (one clock for every process of the machine); here
+they become one ``simdist.trace.schema.Trace`` whose time 0 is the first step's start: per worker (pid ``worker:i``) a "steps" lane with
 "step k" and an "ops" lane with that step's input, compute and all-reduce + update spans.
 """
 
