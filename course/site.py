@@ -127,7 +127,7 @@ def record_timelines(directory) -> None:
     saying so (``html.TRACE_MIME``, with a line of text for Jupyter)."""
     from IPython.display import display
 
-    from simdist.trace.schema import plots
+    from simdist.trace import plots
 
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
