@@ -70,7 +70,8 @@ LAYERS = (
     Layer("realdist", _REALDIST[:4] + _FOR_REALDIST),
     Layer("realdist.calibration", ("realdist.runtime", "realdist.distribute", "realdist")
           + _FOR_REALDIST),
-    Layer("realdist.cli", _REALDIST + _FOR_REALDIST),
+    Layer("realdist.commands", _REALDIST + _FOR_REALDIST),
+    Layer("realdist.cli", _REALDIST + ("realdist.commands",) + _FOR_REALDIST),
     Layer("realdist.__main__", ("realdist.cli",)),
     Layer("course", _SIMDIST + _REALDIST),
     Layer("simdist.commands", _SIMDIST + ("course",)),
