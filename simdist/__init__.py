@@ -1,7 +1,8 @@
 """simdist: a deterministic discrete-event simulator of a distributed TensorFlow cluster.
 
 It runs in one Python process or as a real MPI program (``mpiexec -n N python -m mpi4py -m
-simdist ...``) with identical results. It never imports TensorFlow and never reads the clock.
+simdist ...``) with identical results. It never imports TensorFlow and never reads the clock. The package itself re-exports the
+engine's main names; it may import ``simdist.sim``, ``simdist.hardware`` and ``simdist.trace``.
 """
 
 from simdist.hardware.cluster import ClusterSpec, TaskId, TFConfig, chief_task

@@ -7,7 +7,8 @@ takes the members as task names or orders (every member passes the same list)::
     total = yield from all_reduce(ctx, ["worker:0", "worker:1"], grad, algorithm="ring")
 
 The all-reduce algorithms are records in ``registry.ALGORITHMS`` (one file each, plus their
-closed forms in ``formulas``).
+closed forms in ``formulas``). A concept package: may import ``simdist.sim``,
+``simdist.hardware``, ``simdist.trace`` and ``simdist.base``, never another concept.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ The names and semantics mirror ``tf.distribute``: ``Strategy`` (the default stra
 partitioners and ``ShardedVariable``, on an ``InProcessCluster`` of servers. ``TPUStrategy`` on
 a simulated TPU slice (host loop, ICI torus, static shapes). ``STRATEGIES`` holds one
 record per strategy an exercise can name (``simdist.training.simulate_exercise`` runs a
-whole training exercise with one).
+whole training exercise with one). A concept package: may import ``simdist.collectives`` and
+``simdist.sim``, ``simdist.hardware``, ``simdist.trace``, ``simdist.base``; never the training
+layer above it.
 """
 
 from simdist.collectives import ReduceOp

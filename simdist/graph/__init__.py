@@ -7,7 +7,9 @@ control_flow_ops.py; registry.py), variables (variables.py), gradients and optim
 placement (placement.py), ConfigProto (config.py), sessions that simulate each run on a
 cluster's devices (session.py, executor.py), servers and their resource containers (server.py,
 runtime.py) and replica_device_setter (device_setter.py). Names
-follow tf.compat.v1; nothing here imports TensorFlow.
+follow tf.compat.v1; nothing here imports TensorFlow. The TF API package: its modules may import
+each other (as TensorFlow's do), its binding ``_sim``, and ``simdist.sim``, ``simdist.hardware``,
+``simdist.trace`` and ``simdist.base``.
 """
 # ruff: noqa: F401  (this module re-exports tf.compat.v1's names)
 

@@ -2,7 +2,8 @@
 
 A program is a cluster, a machine layout and one ``main(ctx, args)`` generator function that
 every task runs (it looks at ``ctx.task_type`` / ``ctx.task_id`` to decide its role), the way
-one TensorFlow script is started on every task with a different ``TF_CONFIG``.
+one TensorFlow script is started on every task with a different ``TF_CONFIG``. Part of the
+training layer: may import the concepts (collectives, distribute) and everything below them.
 """
 
 from __future__ import annotations
