@@ -3,17 +3,17 @@
 The step-time model is the simulator itself. A synchronous step of an exercise with R local
 replicas on each of W workers costs, in the simulator (``simdist.training.sync_loop``):
 
-    host_step    = step_overhead + R x replica_overhead + input KB x input_byte_time
-                   (+ input_pipeline when the strategy wraps the dataset: all but the default
-                   one; + distributed_step for MirroredStrategy, MultiWorkerMirroredStrategy;
-                   + multi_worker_step for the latter)
+    host_step    = step_overhead + R x replica_overhead + input KB x input_kb
+                   (+ input_pipeline_overhead when the strategy wraps the dataset: all but
+                   the default one; + distributed_step_overhead for MirroredStrategy,
+                   MultiWorkerMirroredStrategy; + multi_worker_step_overhead for the latter)
     compute      = R x (num_ops x (op_overhead + (W - 1) x shared_op_overhead)
                         + FLOPs per replica x flop_time)
                    (the W worker processes of realdist's localhost cluster share this
                    machine's cores: an op waits the longer the more there are)
                    (the R replicas' passes one after another when the devices are
                    ``virtual``: logical CPUs cut from one machine's cores)
-    all-reduce   = collective_overhead + tensors x packed_tensor on every replica (the
+    all-reduce   = collective_overhead + tensors x packed_tensor_overhead on every replica (the
                    mirrored strategies start collective kernels even alone, and pack a
                    step's tensors into one), then the ring over the R x W
                    replicas: 2(RW - 1) messages of latency + bytes / bandwidth (between
@@ -22,17 +22,18 @@ replicas on each of W workers costs, in the simulator (``simdist.training.sync_l
     update       = R x (variables x (op_overhead + (W - 1) x shared_op_overhead)
                         + the update's roofline time)
 
-so it is a sum of fifteen parameters, each times a count that the exercise fixes:
-``PARAMETERS`` below (step, replica, op and packing overheads, the input's time per KB,
-time per FLOP, and the latency and time per byte of the two links). A ring's step waits on
-the slowest member, so the sum is exact only up to such maxima; the fit therefore asks the
-simulator rather than a formula: starting from a guess it simulates every measured
-exercise, then each again with one parameter raised, which gives each parameter's weight
-in each step time (its sensitivity), solves the linear problem for the parameters that make
-the sum of absolute errors relative to the measured times small (``_least_absolute``:
-least squares with ``scipy.optimize.nnls``, none negative, reweighted by each exercise's
-last error, so that the few exercises a noisy machine measured far off pull less than
-squares would let them), and repeats from there until the parameters settle.
+(a host cost's parameter is the ``HostCosts`` field of that name and ``_ns``), so it is a sum
+of fifteen parameters, each times a count that the exercise fixes: ``PARAMETERS`` below, the
+ten host costs (``simdist.hardware.host_costs``: their fields and what their metadata says of
+them), the time per FLOP, and the latency and time per byte of the two links. A ring's step
+waits on the slowest member, so the sum is exact only up to such maxima; the fit therefore asks
+the simulator rather than a formula: starting from a guess it simulates every measured
+exercise, then each again with one parameter raised, which gives each parameter's weight in
+each step time (its sensitivity), solves the linear problem for the parameters that make the
+sum of absolute errors relative to the measured times small (``_least_absolute``: least squares
+with ``scipy.optimize.nnls``, none negative, reweighted by each exercise's last error, so that
+the few exercises a noisy machine measured far off pull less than squares would let them), and
+repeats from there until the parameters settle.
 
 ``fit(measurements)`` returns a ``Fit``: the parameters, a ``HardwareCatalog`` holding them as
 the "calibrated" system (device, intra link and network), and each exercise's simulated and
@@ -49,7 +50,9 @@ from typing import NamedTuple
 import numpy as np
 
 from simdist.hardware.catalog import DEVICES
-from simdist.hardware.devices import DeviceProfile, HardwareCatalog, LinkProfile, SystemProfile, file_record
+from simdist.hardware.devices import (DeviceProfile, HardwareCatalog, LinkProfile, SystemProfile,
+                                      file_record)
+from simdist.hardware.host_costs import HOST_COST_NAMES, HostCosts
 from simdist.base.errors import InvalidArgumentError
 
 SYSTEM = "calibrated"
@@ -78,22 +81,10 @@ class Parameter(NamedTuple):
     applies: str = "all"
 
 
+#: the host costs (``HostCosts``'s fields, as their metadata describes them), then the device's
+#: FLOP rate and the links
 PARAMETERS = (
-    Parameter("step_overhead", "ns", "host work per step (loop, iterator, function call)", 1e6),
-    Parameter("replica_overhead", "ns", "host work per local replica per step", 3e5),
-    Parameter("input_pipeline", "ns", "extra host work per step of a wrapped dataset", 3e5),
-    Parameter("distributed_step", "ns", "extra host work per step of the mirrored strategies",
-              1e6),
-    Parameter("multi_worker_step", "ns",
-              "extra host work per step of MultiWorkerMirroredStrategy", 5e5,
-              "multi_worker_mirrored"),
-    Parameter("input_byte_time", "ns/KB", "host time per KB of a step's input", 1e3),
-    Parameter("op_overhead", "ns", "executor dispatch per TF op", 2e4),
-    Parameter("shared_op_overhead", "ns",
-              "per TF op, for each other worker process on the same cores", 1e5,
-              "multi_worker"),
-    Parameter("collective_overhead", "ns", "starting one all-reduce, per member", 2e5),
-    Parameter("packed_tensor", "ns", "per tensor packed into an all-reduce, per member", 5e4),
+    *(Parameter(f.name, **f.metadata) for f in dataclasses.fields(HostCosts)),
     Parameter("flop_time", "ns/MFLOP", "compute time per million FLOPs", 5e3),
     Parameter("intra_latency", "ns", "latency of a message between devices of a worker", 2e4,
               "multi_device"),
@@ -152,16 +143,7 @@ def catalog_for(parameters: dict) -> HardwareCatalog:
     catalog.devices[f"{SYSTEM}-cpu"] = DeviceProfile(
         f"{SYSTEM}-cpu", "CPU", peak_flops=1e15 / max(p["flop_time"], 1e-6),
         mem_bandwidth=cpu["mem_bandwidth"], memory=cpu["memory"], launch_overhead_ns=0,
-        efficiency=1.0, op_overhead_ns=round(p["op_overhead"]),
-        step_overhead_ns=round(p["step_overhead"]),
-        replica_overhead_ns=round(p["replica_overhead"]),
-        collective_overhead_ns=round(p["collective_overhead"]),
-        packed_tensor_overhead_ns=round(p["packed_tensor"]),
-        input_pipeline_overhead_ns=round(p["input_pipeline"]),
-        distributed_step_overhead_ns=round(p["distributed_step"]),
-        input_kb_ns=round(p["input_byte_time"]),
-        multi_worker_step_overhead_ns=round(p["multi_worker_step"]),
-        shared_op_overhead_ns=round(p["shared_op_overhead"]),
+        efficiency=1.0, host_costs=HostCosts(**{n: round(p[n]) for n in HOST_COST_NAMES}),
         virtual=True)
     catalog.links[f"{SYSTEM}-intra"] = LinkProfile(
         f"{SYSTEM}-intra", "shm", latency_ns=max(1, round(p["intra_latency"])),

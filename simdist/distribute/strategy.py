@@ -1,3 +1,4 @@
+# long file: the default strategy's API, and four short subclasses that override a few calls
 """tf.distribute's synchronous strategies on a simulated task.
 
 A strategy object lives in one simulated task's program (``ctx``), as in a TF script:
@@ -23,6 +24,7 @@ import json
 import numpy as np
 
 from simdist.hardware.cluster import TFConfig
+from simdist.hardware.host_costs import HostStep
 from simdist.collectives import ReduceOp
 from simdist.sim.context import HOST
 from simdist.distribute.input_lib import split_bounds
@@ -54,19 +56,13 @@ class Strategy:
     """The default strategy (``tf.distribute.get_strategy()``): no distribution, one replica
     on this task's first device."""
 
-    #: whether it runs through tf.distribute's mirrored machinery even with one replica
-    #: (MirroredStrategy, MultiWorkerMirroredStrategy): ``mirrored_run``, a
-    #: ``DistributedIterator``, collective kernels (CollectiveReduceV2, a group of one
-    #: included) in batch_reduce_to; a calibrated profile charges their start
-    #: (``collective_overhead_ns``, ``distributed_step_overhead_ns``)
+    #: whether batch_reduce_to starts collective kernels even for one replica (CollectiveReduceV2,
+    #: a group of one included), as a calibrated profile charges (``collective_launch_ns``)
     mirrored_runtime = False
-    #: whether it is MultiWorkerMirroredStrategy, whose steps cost a calibrated profile's
-    #: ``multi_worker_step_overhead_ns`` more
-    multi_worker_runtime = False
-    #: whether experimental_distribute_dataset wraps the dataset (every strategy but the
-    #: default one, which hands it back as it is); a calibrated profile charges the wrapper's
-    #: work per step (``input_pipeline_overhead_ns``)
-    wraps_dataset = False
+    #: the host costs (``HostCosts`` names) its machinery adds to each step (``host_step``):
+    #: none for the default strategy, whose experimental_distribute_dataset hands the dataset
+    #: back as it is; every other one wraps it (``input_pipeline_overhead_ns``)
+    step_costs: tuple[str, ...] = ()
 
     def __init__(self, ctx, devices=(0,)):
         self.ctx = ctx
@@ -117,6 +113,11 @@ class Strategy:
     def _members(self) -> list:
         """Every replica of the strategy as a collective member (task, device)."""
         return [(self.ctx.name, d) for d in self._devices]
+
+    def host_step(self, input_bytes: int) -> HostStep:
+        """The host's work of one step on this task with ``input_bytes`` of input, for
+        ``ctx.host_step`` to price: its local replicas and its machinery's ``step_costs``."""
+        return HostStep(len(self._devices), input_bytes, self.step_costs)
 
     def _cross_device_ops(self) -> CrossDeviceOps:
         return choose_the_best(self.ctx)
@@ -211,9 +212,7 @@ class Strategy:
         ops = self._cross_device_ops()
         ops.check_devices(self.ctx)
         members = self._members()
-        profile = self.ctx.hardware.device
-        launch = (profile.collective_overhead_ns
-                  + len(flat) * profile.packed_tensor_overhead_ns)
+        launch = self.ctx.hardware.device.host_costs.collective_launch_ns(len(flat))
         if launch and self.mirrored_runtime:  # a calibrated profile's cost of starting
             yield self.ctx.env.all_of([self.ctx.busy(d, "launch collective", launch)
                                        for d in self._devices])
@@ -273,7 +272,7 @@ class Strategy:
 class OneDeviceStrategy(Strategy):
     """``tf.distribute.OneDeviceStrategy(device)``: everything on one chosen device."""
 
-    wraps_dataset = True
+    step_costs = ("input_pipeline_overhead_ns",)  # its dataset prefetches to its device
 
     def __init__(self, ctx, device=0):
         super().__init__(ctx, [device])
@@ -283,7 +282,8 @@ class MirroredStrategy(Strategy):
     """``tf.distribute.MirroredStrategy(devices, cross_device_ops)``: one replica per device of
     this task (default: all of them), variables mirrored, gradients all-reduced."""
 
-    wraps_dataset = True
+    #: a DistributedDataset, and the mirrored machinery (mirrored_run, a DistributedIterator)
+    step_costs = ("input_pipeline_overhead_ns", "distributed_step_overhead_ns")
 
     mirrored_runtime = True
 
@@ -307,7 +307,7 @@ class CentralStorageStrategy(Strategy):
     back, and the host adds the gradients and updates the variables. The bytes crossing the
     host link per step, 2 x replicas x model bytes, show in the trace."""
 
-    wraps_dataset = True
+    step_costs = ("input_pipeline_overhead_ns",)  # a DistributedDataset
 
     @property
     def _central(self) -> bool:
@@ -383,11 +383,10 @@ class MultiWorkerMirroredStrategy(Strategy):
     from ``TF_CONFIG`` (a JSON string or dict; default: the one simdist gives this task),
     which must match the simulated cluster."""
 
-    wraps_dataset = True
+    #: MirroredStrategy's, and collectives that span a cluster's group (even of one worker)
+    step_costs = (*MirroredStrategy.step_costs, "multi_worker_step_overhead_ns")
 
     mirrored_runtime = True
-
-    multi_worker_runtime = True
 
     def __init__(self, ctx, communication_options: CommunicationOptions = CommunicationOptions(),
                  tf_config=None, devices=None):

@@ -62,7 +62,7 @@ class TPUStrategy(Strategy):
     devices), variables mirrored on every core, gradients all-reduced over the torus, one
     host dispatch per ``steps_per_execution`` calls of ``run``."""
 
-    wraps_dataset = True
+    step_costs = ("input_pipeline_overhead_ns",)  # a DistributedDataset
 
     def __init__(self, ctx, steps_per_execution: int = 1,
                  host_loop_overhead_ns: int = HOST_LOOP_OVERHEAD_NS):

@@ -7,7 +7,8 @@ cost model::
 
 A *link* carries a message of n bytes in ``latency_ns + ceil(n / bandwidth)``. A *system* is a
 named machine type: which device every task uses, the link between tasks on one machine and the
-network between machines. A ``Layout`` says how many tasks share a machine.
+network between machines. A ``Layout`` says how many tasks share a machine. A calibrated
+device adds the host's own work of TF's runtime, its ``HostCosts`` (``host_costs.py``).
 
 The built-in profiles, each number with its source, are in ``catalog.py``; users add or
 override profiles with a JSON or YAML file (``HardwareCatalog.load_file``), whose quantities
@@ -25,6 +26,9 @@ from pathlib import Path
 from simdist.hardware.catalog import DEVICES, LINKS, SYSTEMS
 from simdist.base.errors import InvalidArgumentError, NotFoundError, OutOfRangeError, brief
 from simdist.base.files import read_json, read_yaml
+from simdist.hardware.checks import (ceil_div, check_choice, check_efficiency, check_int,
+                                     check_name, check_positive)
+from simdist.hardware.host_costs import HOST_COST_NAMES, HostCosts
 from simdist.hardware.units import exact_quantity
 
 DEVICE_TYPES = ("CPU", "GPU", "TPU")
@@ -40,89 +44,17 @@ class ProfileFileError(InvalidArgumentError):
     """A user hardware-profile file that cannot be read or has a bad entry."""
 
 
-# --- validation helpers ----------------------------------------------------------------------
-
-def _check_name(what: str, value) -> None:
-    if not isinstance(value, str) or not value:
-        raise InvalidArgumentError(f"{what} must be a non-empty string, got {brief(value)}")
-
-
-def _check_choice(what: str, value, choices) -> None:
-    if value not in choices:
-        raise InvalidArgumentError(
-            f"{what} {brief(value)} is not valid: expected one of {', '.join(choices)}")
-
-
-def _check_int(what: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidArgumentError(f"{what} must be an int, got {brief(value)}")
-    if value < minimum:
-        raise InvalidArgumentError(f"{what} must be >= {minimum}, got {brief(value)}")
-
-
-def _check_positive(what: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
-        raise InvalidArgumentError(f"{what} must be a number > 0, got {brief(value)}")
-    if not math.isfinite(value):
-        raise InvalidArgumentError(f"{what} must be finite, got {brief(value)}")
-
-
-def _check_efficiency(value) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value <= 1:
-        raise InvalidArgumentError(f"efficiency must be a number in (0, 1], got {brief(value)}")
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 # --- profiles --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class DeviceProfile:
     """One device: peak FLOP/s, memory bandwidth (bytes/s), memory (bytes), op overhead (ns).
 
-    The last ten fields are the host-side costs a calibrated profile (``simdist calibrate``)
-    measures; the built-in profiles leave them at 0, so that a step is its roofline ops and
-    messages alone, as the lessons' closed forms have it:
-
-    - ``op_overhead_ns``: TF's executor dispatching one op, for each TF op a simulated compute
-      call stands for (a replica's forward and backward pass is ``Model.num_ops`` ops, an
-      update one op per variable);
-    - ``step_overhead_ns`` and ``replica_overhead_ns``: the host's own work per training step
-      (the Python loop, the input iterator, the ``tf.function`` call) and per local replica
-      (cutting the batch, dispatching the replica's function);
-    - ``input_pipeline_overhead_ns``: the extra host work per step when the strategy wraps
-      the dataset (tf.distribute's ``DistributedDataset``, OneDeviceStrategy's prefetch to
-      its device): every strategy but the default one;
-    - ``distributed_step_overhead_ns``: the extra host work per step of a strategy that runs
-      through tf.distribute's mirrored machinery (``mirrored_run``, a ``DistributedIterator``),
-      MirroredStrategy and MultiWorkerMirroredStrategy, even with one replica;
-    - ``input_kb_ns``: the host's time per KB (1000 bytes) of a step's input, features and
-      labels (the dataset's generator, the conversion to tensors, the split: measured on TF
-      2.21 to grow with the batch's bytes: 64-pixel digits cost 4-8x more per example than
-      8-feature rows);
-    - ``collective_overhead_ns``: TF's collective executor starting one all-reduce on a
-      device (a ``CollectiveReduceV2`` kernel: its instance, its group, its buffers), paid by
-      every member of each all-reduce before its messages;
-    - ``packed_tensor_overhead_ns``: per tensor of such an all-reduce, per member: in a
-      ``tf.function`` TF's ``CollectiveReplicaLauncher.batch_all_reduce`` packs a step's
-      gradients into one tensor (a reshape and a shape op per tensor, a concat) and cuts the
-      result back (a split, a reshape per tensor), so a model's variable count costs ops
-      that its forward and backward pass do not hold;
-    - ``multi_worker_step_overhead_ns``: the extra host work per step of
-      MultiWorkerMirroredStrategy over MirroredStrategy's (its collectives span a cluster's
-      group, even of one worker; measured on TF 2.21 to cost a lone worker ~0.6 ms a step
-      more than MirroredStrategy on one device);
-    - ``shared_op_overhead_ns``: per TF op, for each other task of the cluster: a localhost
-      cluster (realdist's) runs every task as a process on the same cores, so an op waits
-      for a core the longer the more processes there are (measured on 2026-11-26:
-      MultiWorkerMirrored's 39-op MLP cost ~5 ms a step more than its 27-op softmax
-      regression on 2 workers, ~12 ms on 4, whatever the MLP's width; 0.5 ms in one
-      process);
-    - ``virtual``: the devices are logical devices cut from one physical device
-      (``tf.config.set_logical_device_configuration``): they and the host share its cores, so
-      their ops run one after another.
+    ``host_costs`` are the host-side costs a calibrated profile (``simdist calibrate``)
+    measures (``HostCosts``; a profiles file sets them as fields of the device, by their
+    names); ``virtual``: the devices are logical devices cut from one physical device
+    (``tf.config.set_logical_device_configuration``): they and the host share its cores, so
+    their ops run one after another.
     """
 
     name: str
@@ -132,31 +64,21 @@ class DeviceProfile:
     memory: int
     launch_overhead_ns: int
     efficiency: float = 0.5
-    op_overhead_ns: int = 0
-    step_overhead_ns: int = 0
-    replica_overhead_ns: int = 0
-    collective_overhead_ns: int = 0
-    input_pipeline_overhead_ns: int = 0
-    distributed_step_overhead_ns: int = 0
-    input_kb_ns: int = 0
-    packed_tensor_overhead_ns: int = 0
-    multi_worker_step_overhead_ns: int = 0
-    shared_op_overhead_ns: int = 0
+    host_costs: HostCosts = HostCosts()
     virtual: bool = False
 
     def __post_init__(self):
-        _check_name("device name", self.name)
-        _check_choice(f"device {brief(self.name)}: device_type", self.device_type, DEVICE_TYPES)
-        _check_positive(f"device {brief(self.name)}: peak_flops", self.peak_flops)
-        _check_int(f"device {brief(self.name)}: mem_bandwidth", self.mem_bandwidth, 1)
-        _check_int(f"device {brief(self.name)}: memory", self.memory, 1)
-        for field in ("launch_overhead_ns", "op_overhead_ns", "step_overhead_ns",
-                      "replica_overhead_ns", "collective_overhead_ns",
-                      "input_pipeline_overhead_ns", "distributed_step_overhead_ns",
-                      "input_kb_ns", "packed_tensor_overhead_ns",
-                      "multi_worker_step_overhead_ns", "shared_op_overhead_ns"):
-            _check_int(f"device {brief(self.name)}: {field}", getattr(self, field), 0)
-        _check_efficiency(self.efficiency)
+        check_name("device name", self.name)
+        check_choice(f"device {brief(self.name)}: device_type", self.device_type, DEVICE_TYPES)
+        check_positive(f"device {brief(self.name)}: peak_flops", self.peak_flops)
+        check_int(f"device {brief(self.name)}: mem_bandwidth", self.mem_bandwidth, 1)
+        check_int(f"device {brief(self.name)}: memory", self.memory, 1)
+        check_int(f"device {brief(self.name)}: launch_overhead_ns", self.launch_overhead_ns, 0)
+        check_efficiency(self.efficiency)
+        if not isinstance(self.host_costs, HostCosts):
+            raise InvalidArgumentError(
+                f"device {brief(self.name)}: host_costs must be a HostCosts, got "
+                f"{brief(self.host_costs)}")
         if not isinstance(self.virtual, bool):
             raise InvalidArgumentError(
                 f"device {brief(self.name)}: virtual must be true or false, got "
@@ -165,37 +87,23 @@ class DeviceProfile:
     def compute_time_ns(self, flops: float, nbytes: int = 0, efficiency: float | None = None,
                         ops: int = 0, tasks: int = 1) -> int:
         """Roofline time of one op in ns: max(compute, memory), rounded up, plus the overhead
-        (and ``ops`` x ``op_overhead_ns`` when the call stands for ``ops`` TF ops, plus
-        ``ops`` x ``shared_op_overhead_ns`` for each of the cluster's ``tasks`` but one).
+        (and the dispatch of ``ops`` TF ops when the call stands for that many, on a cluster
+        of ``tasks`` tasks: ``HostCosts.ops_ns``).
 
         The compute part uses float arithmetic (IEEE-754, so the same on every machine); the
         memory part is exact integer arithmetic.
         """
         eff = self.efficiency if efficiency is None else efficiency
-        _check_efficiency(eff)
+        check_efficiency(eff)
         if isinstance(flops, bool) or not isinstance(flops, numbers.Real) or not flops >= 0:
             raise InvalidArgumentError(f"flops must be a number >= 0, got {brief(flops)}")
-        _check_int("nbytes", nbytes, 0)
-        _check_int("ops", ops, 0)
-        _check_int("tasks", tasks, 1)
+        check_int("nbytes", nbytes, 0)
+        check_int("ops", ops, 0)
+        check_int("tasks", tasks, 1)
         compute = math.ceil(flops * 1e9 / (self.peak_flops * eff)) if flops else 0
-        memory = _ceil_div(int(nbytes) * 10**9, self.mem_bandwidth)
+        memory = ceil_div(int(nbytes) * 10**9, self.mem_bandwidth)
         return (max(compute, memory) + self.launch_overhead_ns
-                + ops * (self.op_overhead_ns + (tasks - 1) * self.shared_op_overhead_ns))
-
-    def host_step_ns(self, replicas: int, input_bytes: int = 0, wrapped: bool = False,
-                     distributed: bool = False, multi_worker: bool = False) -> int:
-        """The host's work per training step of a task with ``replicas`` local replicas and
-        ``input_bytes`` of input (``wrapped``: the strategy wraps the dataset;
-        ``distributed``: it runs through the mirrored machinery; ``multi_worker``: it is
-        MultiWorkerMirroredStrategy)."""
-        _check_int("replicas", replicas, 0)
-        _check_int("input_bytes", input_bytes, 0)
-        return (self.step_overhead_ns + replicas * self.replica_overhead_ns
-                + _ceil_div(input_bytes * self.input_kb_ns, 1000)
-                + (self.input_pipeline_overhead_ns if wrapped else 0)
-                + (self.distributed_step_overhead_ns if distributed else 0)
-                + (self.multi_worker_step_overhead_ns if multi_worker else 0))
+                + self.host_costs.ops_ns(ops, tasks))
 
 
 @dataclass(frozen=True)
@@ -208,15 +116,15 @@ class LinkProfile:
     bandwidth: int
 
     def __post_init__(self):
-        _check_name("link name", self.name)
-        _check_choice(f"link {brief(self.name)}: kind", self.kind, LINK_KINDS)
-        _check_int(f"link {brief(self.name)}: latency_ns", self.latency_ns, 1)
-        _check_int(f"link {brief(self.name)}: bandwidth", self.bandwidth, 1)
+        check_name("link name", self.name)
+        check_choice(f"link {brief(self.name)}: kind", self.kind, LINK_KINDS)
+        check_int(f"link {brief(self.name)}: latency_ns", self.latency_ns, 1)
+        check_int(f"link {brief(self.name)}: bandwidth", self.bandwidth, 1)
 
     def serialization_ns(self, nbytes: int) -> int:
         """Time to put nbytes on the wire: ceil(nbytes * 1e9 / bandwidth), exact integers."""
-        _check_int("nbytes", nbytes, 0)
-        return _ceil_div(int(nbytes) * 10**9, self.bandwidth)
+        check_int("nbytes", nbytes, 0)
+        return ceil_div(int(nbytes) * 10**9, self.bandwidth)
 
     def transfer_time_ns(self, nbytes: int) -> int:
         """Time for a message of nbytes over a free link: latency + serialization."""
@@ -234,9 +142,9 @@ class SystemProfile:
     description: str = ""
 
     def __post_init__(self):
-        _check_name("system name", self.name)
+        check_name("system name", self.name)
         for field in ("device", "intra_link", "network"):
-            _check_name(f"system {brief(self.name)}: {field}", getattr(self, field))
+            check_name(f"system {brief(self.name)}: {field}", getattr(self, field))
         if not isinstance(self.description, str):
             raise InvalidArgumentError(
                 f"system {brief(self.name)}: description must be a string, got "
@@ -253,11 +161,7 @@ _BUILTIN_SYSTEMS = tuple(SystemProfile(**fields) for fields in SYSTEMS)
 _FILE_FIELDS = {
     "devices": {"device_type": "str", "peak_flops": "FLOP/s", "mem_bandwidth": "B/s",
                 "memory": "B", "launch_overhead_ns": "ns", "efficiency": "fraction",
-                "op_overhead_ns": "ns", "step_overhead_ns": "ns", "replica_overhead_ns": "ns",
-                "collective_overhead_ns": "ns", "input_pipeline_overhead_ns": "ns",
-                "distributed_step_overhead_ns": "ns", "input_kb_ns": "ns",
-                "packed_tensor_overhead_ns": "ns", "multi_worker_step_overhead_ns": "ns",
-                "shared_op_overhead_ns": "ns", "virtual": "bool"},
+                **{name: "ns" for name in HOST_COST_NAMES}, "virtual": "bool"},
     "links": {"kind": "str", "latency_ns": "ns", "bandwidth": "B/s"},
     "systems": {"device": "str", "intra_link": "str", "network": "str", "description": "str"},
 }
@@ -267,9 +171,12 @@ _KIND_WORD = {"devices": "device", "links": "link", "systems": "hardware"}
 
 def file_record(profile) -> dict:
     """A device, link or system profile as its entry in a profiles file: every field the
-    file can set (``_FILE_FIELDS``), so that loading the entry gives the profile back."""
+    file can set (``_FILE_FIELDS``: a device's host costs among its fields), so that loading
+    the entry gives the profile back."""
     section = next(s for s, cls in _SECTION_CLASS.items() if isinstance(profile, cls))
-    return {field: getattr(profile, field) for field in _FILE_FIELDS[section]}
+    values = dataclasses.asdict(profile)
+    values.update(values.pop("host_costs", {}))
+    return {field: values[field] for field in _FILE_FIELDS[section]}
 
 
 def _file_value(value, unit: str, int_field: bool):
@@ -395,7 +302,8 @@ def _file_entry(path: Path, section: str, name, fields, existing):
     if not isinstance(fields, dict):
         raise ProfileFileError(f"{where}: expected a mapping of fields, got {brief(fields)}")
     cls, allowed = _SECTION_CLASS[section], _FILE_FIELDS[section]
-    int_fields = {f.name for f in dataclasses.fields(cls) if f.type == "int"}
+    int_fields = {f.name for c in (cls, HostCosts) for f in dataclasses.fields(c)
+                  if f.type == "int"}
     values = {}
     for field, value in fields.items():
         if field not in allowed:
@@ -413,7 +321,11 @@ def _file_entry(path: Path, section: str, name, fields, existing):
             raise ProfileFileError(
                 f"{where}: a new {_KIND_WORD[section]} profile needs the fields "
                 f"{', '.join(required)}; missing {', '.join(missing)}")
+    costs = {field: values.pop(field) for field in HOST_COST_NAMES if field in values}
     try:
+        if costs:  # a device's host costs: those the file gives, over the profile's
+            values["host_costs"] = dataclasses.replace(
+                HostCosts() if existing is None else existing.host_costs, **costs)
         if existing is None:
             return cls(name=name, **values)
         return dataclasses.replace(existing, **values)
@@ -431,8 +343,8 @@ class Layout:
     devices_per_task: int = 1
 
     def __post_init__(self):
-        _check_int("tasks_per_machine", self.tasks_per_machine, 1)
-        _check_int("devices_per_task", self.devices_per_task, 1)
+        check_int("tasks_per_machine", self.tasks_per_machine, 1)
+        check_int("devices_per_task", self.devices_per_task, 1)
 
     def machine_of(self, task_order: int) -> int:
         """The machine that holds the task with this canonical order."""
@@ -442,8 +354,8 @@ class Layout:
 
     def num_machines(self, num_tasks: int) -> int:
         """How many machines num_tasks tasks fill."""
-        _check_int("num_tasks", num_tasks, 0)
-        return _ceil_div(num_tasks, self.tasks_per_machine)
+        check_int("num_tasks", num_tasks, 0)
+        return ceil_div(num_tasks, self.tasks_per_machine)
 
     def same_machine(self, a: int, b: int) -> bool:
         return self.machine_of(a) == self.machine_of(b)
@@ -475,7 +387,7 @@ class Hardware:
 
     def min_latency_ns(self, num_tasks: int) -> int:
         """The smallest latency of any link between two distinct tasks of num_tasks."""
-        _check_int("num_tasks", num_tasks, 0)
+        check_int("num_tasks", num_tasks, 0)
         if num_tasks <= 1:
             return self.network.latency_ns
         latencies = []

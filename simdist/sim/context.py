@@ -122,13 +122,12 @@ class TaskContext:
         self.span(lane, name, cat, start, duration, **args)
         return self.env.timeout(start + duration - self.env.now)
 
-    def host_step(self, replicas: int, input_bytes: int = 0, wrapped: bool = False,
-                  distributed: bool = False, multi_worker: bool = False):
-        """The host's own work of one training step (``DeviceProfile.host_step_ns``: the
-        Python loop, the input iterator, the function call), a span on the host lane; an
+    def host_step(self, step):
+        """The host's own work of one training step as its strategy describes it (a
+        ``simdist.hardware.host_costs.HostStep``: the Python loop, the input iterator, the
+        function call), priced by the profile's ``HostCosts``, a span on the host lane; an
         event (already done when the profile charges nothing)."""
-        duration = self.hardware.device.host_step_ns(replicas, input_bytes, wrapped,
-                                                     distributed, multi_worker)
+        duration = self.hardware.device.host_costs.step_ns(step)
         if not duration:
             return self.env.timeout(0)
         return self.busy(None, "input + dispatch", duration)

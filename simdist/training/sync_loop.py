@@ -7,7 +7,7 @@ gradients), all-reduce the gradients (SUM), apply SGD to every copy of the varia
 ``strategy.reduce`` the loss. Each of those shows in the trace: compute spans on every
 replica's device, the all-reduce's messages, the update, and a "step k" span per step. On a
 calibrated profile (``simdist calibrate``) each step starts with the host's own work, an
-"input + dispatch" span (``TaskContext.host_step``).
+"input + dispatch" span (``TaskContext.host_step`` prices the strategy's ``HostStep``).
 """
 
 from __future__ import annotations
@@ -61,10 +61,7 @@ def train(ctx, exercise: Exercise):
         start = ctx.now
         b = batch.global_batch_size
         x, y = batch
-        yield ctx.host_step(len(strategy.worker_devices),
-                            sum(v.nbytes for v in (*x.values, *y.values)),
-                            strategy.wraps_dataset,
-                            strategy.mirrored_runtime, strategy.multi_worker_runtime)
+        yield ctx.host_step(strategy.host_step(sum(v.nbytes for v in (*x.values, *y.values))))
 
         def replica_step(x, y, w):
             loss = compute_average_loss(model.per_example_loss(w, x, y), b)

@@ -16,16 +16,17 @@ from simdist.calibration.fit import (NAMES, RECORD_FIELDS, SYSTEM, Measurement, 
 from simdist.calibration.table import read_table
 from simdist.commands.cli import main as simdist_main
 from simdist.hardware.devices import DeviceProfile, HardwareCatalog, ProfileFileError
+from simdist.hardware.host_costs import HOST_COST_NAMES, HostCosts, HostStep
 from simdist.base.errors import InvalidArgumentError
 from simdist.training.exercises import Exercise
 
 #: a made-up machine: what the fit must find again from step times simulated with it
-TRUE = {"step_overhead": 800_000.0, "replica_overhead": 150_000.0,
-        "input_pipeline": 200_000.0, "distributed_step": 1_000_000.0, "input_byte_time": 800.0,
-        "packed_tensor": 40_000.0, "op_overhead": 10_000.0,
-        "collective_overhead": 300_000.0, "flop_time": 8_000.0, "intra_latency": 50_000.0,
+TRUE = {"step_overhead_ns": 800_000.0, "replica_overhead_ns": 150_000.0,
+        "input_pipeline_overhead_ns": 200_000.0, "distributed_step_overhead_ns": 1_000_000.0,
+        "input_kb_ns": 800.0, "packed_tensor_overhead_ns": 40_000.0, "op_overhead_ns": 10_000.0,
+        "collective_overhead_ns": 300_000.0, "flop_time": 8_000.0, "intra_latency": 50_000.0,
         "intra_byte_time": 40.0, "network_latency": 3_000_000.0, "network_byte_time": 500.0,
-        "multi_worker_step": 600_000.0, "shared_op_overhead": 150_000.0}
+        "multi_worker_step_overhead_ns": 600_000.0, "shared_op_overhead_ns": 150_000.0}
 
 
 def ex(strategy="mirrored", replicas=1, model="linear", batch=64, workers=1, hidden=32):
@@ -52,32 +53,43 @@ def plan():
 
 def test_host_costs_default_to_zero_so_the_built_in_profiles_are_unchanged():
     cpu = HardwareCatalog.default().device("cpu-core")
-    assert (cpu.op_overhead_ns, cpu.step_overhead_ns, cpu.replica_overhead_ns,
-            cpu.collective_overhead_ns, cpu.virtual) == (0, 0, 0, 0, False)
+    assert cpu.host_costs == HostCosts() and not cpu.virtual
+    assert all(getattr(cpu.host_costs, name) == 0 for name in HOST_COST_NAMES)
     assert cpu.compute_time_ns(0, ops=50) == cpu.launch_overhead_ns
-    assert cpu.host_step_ns(4) == 0
+    assert cpu.host_costs.step_ns(HostStep(4)) == 0
 
 
 def test_op_step_and_replica_overheads_add_up():
     dev = DeviceProfile("d", "CPU", peak_flops=1e12, mem_bandwidth=10**9, memory=2**30,
-                        launch_overhead_ns=100, efficiency=1.0, op_overhead_ns=7,
-                        step_overhead_ns=1000, replica_overhead_ns=30)
+                        launch_overhead_ns=100, efficiency=1.0, host_costs=HostCosts(
+                            op_overhead_ns=7, step_overhead_ns=1000, replica_overhead_ns=30))
     assert dev.compute_time_ns(1e6, ops=10) == 1000 + 100 + 70
-    assert dev.host_step_ns(3) == 1090
+    assert dev.host_costs.step_ns(HostStep(3)) == 1090
     with pytest.raises(InvalidArgumentError, match="ops must be >= 0, got -1"):
         dev.compute_time_ns(1.0, ops=-1)
+    with pytest.raises(InvalidArgumentError, match="step_overhead_ns must be >= 0, got -1"):
+        HostCosts(step_overhead_ns=-1)
+    with pytest.raises(InvalidArgumentError, match="replicas must be >= 0, got -1"):
+        HostStep(-1)
     with pytest.raises(InvalidArgumentError, match="virtual must be true or false, got 'yes'"):
         dataclasses.replace(dev, virtual="yes")
 
 
 def test_input_bytes_the_dataset_wrapper_and_the_mirrored_machinery_cost_host_time():
     dev = DeviceProfile("d", "CPU", peak_flops=1e12, mem_bandwidth=10**9, memory=2**30,
-                        launch_overhead_ns=0, step_overhead_ns=100, input_kb_ns=3_000,
-                        input_pipeline_overhead_ns=700, distributed_step_overhead_ns=5_000)
-    assert dev.host_step_ns(1, input_bytes=64) == 100 + 192
-    assert dev.host_step_ns(1, input_bytes=1) == 100 + 3  # rounded up to whole ns
-    assert dev.host_step_ns(1, input_bytes=64, wrapped=True) == 100 + 192 + 700
-    assert dev.host_step_ns(2, 64, wrapped=True, distributed=True) == 100 + 192 + 700 + 5_000
+                        launch_overhead_ns=0, host_costs=HostCosts(
+                            step_overhead_ns=100, input_kb_ns=3_000,
+                            input_pipeline_overhead_ns=700, distributed_step_overhead_ns=5_000))
+    wrapped, mirrored = (("input_pipeline_overhead_ns",),
+                         ("input_pipeline_overhead_ns", "distributed_step_overhead_ns"))
+    costs = dev.host_costs
+    assert costs.step_ns(HostStep(1, input_bytes=64)) == 100 + 192
+    assert costs.step_ns(HostStep(1, input_bytes=1)) == 100 + 3  # rounded up to whole ns
+    assert costs.step_ns(HostStep(1, 64, wrapped)) == 100 + 192 + 700
+    assert costs.step_ns(HostStep(2, 64, mirrored)) == 100 + 192 + 700 + 5_000
+    with pytest.raises(InvalidArgumentError, match="unknown host cost 'wrapped': expected one "
+                                                   "of step_overhead_ns, replica_overhead_ns"):
+        HostStep(1, 64, ("wrapped",))
 
 
 def test_a_steps_input_costs_its_bytes_features_and_labels():
@@ -85,7 +97,7 @@ def test_a_steps_input_costs_its_bytes_features_and_labels():
     and a float32 target are 36: with only the input's time per KB set, a step of 128
     digits costs 260/36 times a step of 128 regression rows."""
     free = {n: 0.0 for n in NAMES}
-    catalogs = catalog_for(free), catalog_for({**free, "input_byte_time": 1_000.0})  # 1 ns/B
+    catalogs = catalog_for(free), catalog_for({**free, "input_kb_ns": 1_000.0})  # 1 ns/B
     rows, digits = ([simulated_step_ns(ex("default", model=model, batch=128), c)
                      for c in catalogs] for model in ("linear", "softmax"))
     assert rows[1] - rows[0] == 128 * 36
@@ -95,7 +107,7 @@ def test_a_steps_input_costs_its_bytes_features_and_labels():
 def test_only_the_default_strategy_hands_the_dataset_back_unwrapped():
     """OneDeviceStrategy prefetches to its device and the others distribute the dataset:
     each pays the wrapper's work per step; the default strategy does not."""
-    wrapper = {**{n: 0.0 for n in NAMES}, "input_pipeline": 50_000.0}
+    wrapper = {**{n: 0.0 for n in NAMES}, "input_pipeline_overhead_ns": 50_000.0}
     catalog = catalog_for(wrapper)
     steps = {s: simulated_step_ns(ex(s), catalog)
              for s in ("default", "one_device", "central_storage", "mirrored")}
@@ -107,7 +119,7 @@ def test_mirrored_strategies_start_collectives_even_with_one_replica():
     """TF's MirroredStrategy and MultiWorkerMirroredStrategy run CollectiveReduceV2 with a
     group of one; the default and OneDevice strategies reduce nothing. Two reductions per
     step (the gradients and the loss) each pay the start."""
-    launch = {**{n: 0.0 for n in NAMES}, "collective_overhead": 100_000.0}
+    launch = {**{n: 0.0 for n in NAMES}, "collective_overhead_ns": 100_000.0}
     catalog = catalog_for(launch)
     alone = {s: simulated_step_ns(ex(s), catalog)
              for s in ("one_device", "default", "mirrored", "multi_worker_mirrored")}
@@ -116,11 +128,27 @@ def test_mirrored_strategies_start_collectives_even_with_one_replica():
     assert alone["multi_worker_mirrored"] == pytest.approx(alone["mirrored"], abs=1_000)
 
 
-def test_multi_worker_mirrored_costs_its_own_step_overhead_even_alone():
-    """MultiWorkerMirroredStrategy with one worker pays ``multi_worker_step`` a step on top
-    of what MirroredStrategy with one device pays; MirroredStrategy does not."""
+def test_only_the_mirrored_strategies_pay_the_mirrored_machinerys_step():
+    """Each strategy names the host costs its steps pay (``Strategy.step_costs``); the
+    runtime prices them: ``distributed_step_overhead_ns`` once a step on MirroredStrategy
+    and MultiWorkerMirroredStrategy, whatever their replicas, and on no other strategy."""
     free = {n: 0.0 for n in NAMES}
-    catalogs = catalog_for(free), catalog_for({**free, "multi_worker_step": 250_000.0})
+    catalogs = catalog_for(free), catalog_for({**free, "distributed_step_overhead_ns": 70_000.0})
+    extra = {(s, r): simulated_step_ns(ex(s, r), catalogs[1]) - simulated_step_ns(ex(s, r),
+                                                                                 catalogs[0])
+             for s, r in (("default", 1), ("one_device", 1), ("central_storage", 2),
+                          ("mirrored", 1), ("mirrored", 2), ("multi_worker_mirrored", 1))}
+    assert extra == {("default", 1): 0, ("one_device", 1): 0, ("central_storage", 2): 0,
+                     ("mirrored", 1): 70_000, ("mirrored", 2): 70_000,
+                     ("multi_worker_mirrored", 1): 70_000}
+
+
+def test_multi_worker_mirrored_costs_its_own_step_overhead_even_alone():
+    """MultiWorkerMirroredStrategy with one worker pays ``multi_worker_step_overhead_ns`` a
+    step on top of what MirroredStrategy with one device pays; MirroredStrategy does not."""
+    free = {n: 0.0 for n in NAMES}
+    catalogs = (catalog_for(free),
+                catalog_for({**free, "multi_worker_step_overhead_ns": 250_000.0}))
     alone = {s: [simulated_step_ns(ex(s), c) for c in catalogs]
              for s in ("mirrored", "multi_worker_mirrored")}
     assert alone["mirrored"][1] == alone["mirrored"][0]
@@ -128,18 +156,19 @@ def test_multi_worker_mirrored_costs_its_own_step_overhead_even_alone():
 
 
 def test_an_op_costs_more_the_more_worker_processes_share_the_cores():
-    """With only ``shared_op_overhead`` set, a step costs it once per TF op (the replica's
+    """With only ``shared_op_overhead_ns`` set, a step costs it once per TF op (the replica's
     pass and one update op per variable) for each worker but the first: nothing on one
     worker, its double on three workers what it is on two; the MLP pays for its 39 + 4
     ops, softmax for 27 + 2."""
     dev = DeviceProfile("d", "CPU", peak_flops=1e12, mem_bandwidth=10**9, memory=2**30,
-                        launch_overhead_ns=0, op_overhead_ns=7, shared_op_overhead_ns=5)
+                        launch_overhead_ns=0,
+                        host_costs=HostCosts(op_overhead_ns=7, shared_op_overhead_ns=5))
     assert dev.compute_time_ns(0, ops=10) == 70
     assert dev.compute_time_ns(0, ops=10, tasks=3) == 70 + 2 * 10 * 5
     with pytest.raises(InvalidArgumentError, match="tasks must be >= 1, got 0"):
         dev.compute_time_ns(0, ops=10, tasks=0)
     free = {n: 0.0 for n in NAMES}
-    catalogs = catalog_for(free), catalog_for({**free, "shared_op_overhead": 10_000.0})
+    catalogs = catalog_for(free), catalog_for({**free, "shared_op_overhead_ns": 10_000.0})
     extra = {(model, w): simulated_step_ns(ex("multi_worker_mirrored", model=model,
                                               workers=w), catalogs[1])
              - simulated_step_ns(ex("multi_worker_mirrored", model=model, workers=w),
@@ -154,7 +183,7 @@ def test_packing_costs_per_tensor_in_the_mirrored_strategies_only():
     weights and biases), on MirroredStrategy and not on OneDeviceStrategy, which reduces
     nothing."""
     free = {n: 0.0 for n in NAMES}
-    catalogs = catalog_for(free), catalog_for({**free, "packed_tensor": 100_000.0})
+    catalogs = catalog_for(free), catalog_for({**free, "packed_tensor_overhead_ns": 100_000.0})
     extra = {s: [simulated_step_ns(ex(s, model="mlp"), c)
                  - simulated_step_ns(ex(s, model="softmax"), c) for c in catalogs]
              for s in ("mirrored", "one_device")}
@@ -183,7 +212,8 @@ def test_a_profiles_file_takes_the_new_fields_and_refuses_bad_ones(tmp_path):
         "op_overhead_ns": "20 us", "virtual": True, "collective_overhead_ns": 5}},
         "calibration": {"note": "kept, not read"}}))
     cpu = HardwareCatalog.from_file(good).device("cpu-core")
-    assert (cpu.op_overhead_ns, cpu.virtual, cpu.collective_overhead_ns) == (20_000, True, 5)
+    assert cpu.host_costs == HostCosts(op_overhead_ns=20_000, collective_overhead_ns=5)
+    assert cpu.virtual
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"devices": {"cpu-core": {"virtual": "sometimes"}}}))
     with pytest.raises(ProfileFileError, match="field 'virtual': expected true or false, got "
@@ -209,8 +239,8 @@ def test_the_fit_finds_the_step_times_it_was_given(synthetic):
 
 def test_the_fit_finds_the_parameters_that_set_most_of_the_time(synthetic):
     _, _, result = synthetic
-    for name in ("step_overhead", "distributed_step", "network_latency", "multi_worker_step",
-                 "shared_op_overhead"):
+    for name in ("step_overhead_ns", "distributed_step_overhead_ns", "network_latency",
+                 "multi_worker_step_overhead_ns", "shared_op_overhead_ns"):
         assert result.parameters[name] == pytest.approx(TRUE[name], rel=0.05), name
 
 

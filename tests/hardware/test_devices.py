@@ -11,6 +11,7 @@ import pytest
 from simdist.hardware.devices import (
     DeviceProfile, Hardware, HardwareCatalog, Layout, LinkProfile, ProfileFileError,
     SystemProfile, UnknownProfileError, file_record)
+from simdist.hardware.host_costs import HostCosts
 from simdist.base.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
 
 from tests.conftest import literal
@@ -245,6 +246,21 @@ def test_every_builtin_profile_written_as_a_file_record_loads_back_the_same(tmp_
     for section in ("devices", "links", "systems"):
         assert getattr(loaded, section) == getattr(catalog, section)
     assert "packed_tensor_overhead_ns" in file_record(catalog.device("v100"))
+
+
+def test_a_devices_host_costs_are_its_fields_in_a_file(tmp_path, catalog):
+    """A file names each host cost as a field of its device: file_record writes them so, and
+    a file that sets one cost of a profile keeps the profile's other costs."""
+    costs = HostCosts(step_overhead_ns=1_000, input_kb_ns=3)
+    v100 = dataclasses.replace(catalog.device("v100"), host_costs=costs)
+    record = file_record(v100)
+    assert (record["step_overhead_ns"], record["input_kb_ns"]) == (1_000, 3)
+    assert "host_costs" not in record
+    catalog.devices["v100"] = v100
+    catalog.load_file(write(tmp_path, "hw.json", {"devices": {
+        "v100": {"op_overhead_ns": "2 us"}, "copy": record}}))
+    assert catalog.device("v100").host_costs == dataclasses.replace(costs, op_overhead_ns=2_000)
+    assert catalog.device("copy") == dataclasses.replace(v100, name="copy")
 
 
 def test_load_yaml_with_human_units(tmp_path):
