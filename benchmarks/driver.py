@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from simdist.commands.bench.scale import ProgressBar
+from simdist.commands.progress import ProgressBar
 from simdist.base.errors import InvalidArgumentError, SimdistError
 
 from .page import read_rows, text_table, write_page

@@ -5,7 +5,7 @@ hardware profile to and ``simdist bench predict`` checks the simulator against.
 each), trains each with its strategy's realdist runner and prints a JSON line as each run
 ends, so that the caller can show progress and keep what finished. With ``--repeat N`` the
 plan runs N times, each pass after the first in its own seeded shuffle
-(``simdist.commands.real_measure.pass_order``: the machine's speed drifts, and a run's
+(``simdist.calibration.protocol.pass_order``: the machine's speed drifts, and a run's
 neighbours and its place after TensorFlow's start change its times by 10-30% on a small
 machine); an exercise's line with its statistics comes after its last run, over the steps
 of all its runs:
@@ -17,9 +17,10 @@ of all its runs:
 exercise whose runs' medians still spread after the N passes (``settled``: the standard
 error of their mean over ``SETTLED`` of it) is run again, up to K more times, in passes of
 its own after the planned ones: its line in the last planned pass (and in each extra pass
-but its last) says ``"again": true`` instead of giving the statistics. The first ``SKIP_STEPS``
-steps of each run are left out (step 0 traces the ``tf.function``s; the next ones warm
-caches up). The strategies of one process (default, one_device, mirrored, central_storage)
+but its last) says ``"again": true`` instead of giving the statistics. The first
+``SKIPPED_STEPS`` steps of each run are left out (``kept_steps``). The protocol's numbers and
+rules are simdist's (``simdist.calibration.protocol``), shared with the commands that read
+these lines. The strategies of one process (default, one_device, mirrored, central_storage)
 share it: its logical CPU devices are made once, as many as the plan's largest replica count
 asks. multi_worker_mirrored starts its worker processes per run. A failed exercise is a line
 with "error" instead of the times; the others go on.
@@ -35,24 +36,9 @@ import time
 
 import numpy as np
 
-from simdist.commands.real_measure import pass_order
 from simdist.base.errors import InvalidArgumentError
+from simdist.calibration.protocol import SETTLED, kept_steps, pass_order, settled
 from simdist.training.exercises import Exercise
-
-#: steps left out of each run: step 0 traces the functions, the next ones still warm up
-SKIP_STEPS = 5
-#: an exercise is run again (``--extra``) while the standard error of its runs' medians is
-#: above this fraction of their mean
-SETTLED = 0.05
-
-
-def settled(run_medians) -> bool:
-    """Whether an exercise's runs agree well enough to stop: the standard error of the mean
-    of their medians at most ``SETTLED`` of it (one run never does)."""
-    if len(run_medians) < 2:
-        return False
-    spread = np.std(run_medians, ddof=1) / np.sqrt(len(run_medians))
-    return bool(spread <= SETTLED * np.mean(run_medians))
 
 
 def step_statistics(step_times_ns) -> dict:
@@ -61,16 +47,6 @@ def step_statistics(step_times_ns) -> dict:
     p25, p75 = np.percentile(kept, [25, 75])
     return {"median_ns": int(statistics.median(kept)), "p25_ns": int(p25), "p75_ns": int(p75),
             "steps": len(kept)}
-
-
-def kept_steps(step_times_ns) -> list:
-    """The step times of one run after the first ``SKIP_STEPS``."""
-    kept = list(step_times_ns)[SKIP_STEPS:]
-    if len(kept) < 3:
-        raise InvalidArgumentError(f"{len(step_times_ns)} steps leave {len(kept)} to measure "
-                                   f"after the first {SKIP_STEPS}: give at least "
-                                   f"{SKIP_STEPS + 3} steps")
-    return kept
 
 
 def run_steps(exercise: Exercise, timeout: float = 300) -> list:
@@ -92,7 +68,7 @@ def main(argv=None) -> int:
     parser.add_argument("--extra", type=int, default=0,
                         help="after the passes, up to this many more runs of each exercise "
                              f"whose runs' medians spread more (standard error over "
-                             f"{SETTLED:.0%} of their mean) (default 0)")
+                             f"{SETTLED:.0%}% of their mean) (default 0)")
     parser.add_argument("--timeout", type=float, default=300,
                         help="seconds each run may take (default 300)")
     args = parser.parse_args(argv)

@@ -1,34 +1,24 @@
-"""Measuring exercises on real TensorFlow for ``simdist calibrate`` and ``simdist bench
-predict``: a ``realdist measure`` process (simdist itself never imports TensorFlow), read
-line by line, with a progress bar and a CSV row per exercise as each one ends."""
+"""What the commands that measure on real TensorFlow (``simdist calibrate``, ``simdist bench
+predict``) share: their measuring options, the progress bars over the measuring and the fit,
+and the tables of errors they print. The plan, the measuring protocol, the measuring itself
+and the fit are the calibration layer's (``simdist.calibration``)."""
 
 from __future__ import annotations
 
-import csv
-import json
-import random
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
-from simdist.commands.bench.scale import ProgressBar
-from simdist.calibration.fit import Measurement
-from simdist.base.errors import InvalidArgumentError, UnavailableError
+from simdist.base.errors import InvalidArgumentError
+from simdist.calibration.fit import Measurement, fit
+from simdist.calibration.measuring import measure_real
+from simdist.calibration.protocol import (EXTRA_RUNS, MIN_STEPS, REPEAT, SETTLED, SKIPPED_STEPS,
+                                          STEPS)
+from simdist.commands import option_type, timeout_seconds, whole_number, whole_number_or_zero
+from simdist.commands.progress import ProgressBar
 
 #: where simdist calibrate writes the profile, and simdist bench predict reads it
 DEFAULT_OUTPUT = "out/calibrated.json"
-#: the strategies measured here and their sizes (replicas, or worker processes): every one
-#: realdist runs in synchronous steps on this machine
-SIZES = {"default": (1,), "one_device": (1,), "mirrored": (1, 2, 4),
-         "central_storage": (1, 2, 4), "multi_worker_mirrored": (1, 2, 4)}
-
-#: steps realdist measure leaves out of each run (realdist.calibration.measure.SKIP_STEPS), and the
-#: fewest a run needs
-SKIPPED_STEPS = 5
-MIN_STEPS = SKIPPED_STEPS + 3
 
 
 def check_steps(text) -> int:
@@ -43,26 +33,20 @@ def check_steps(text) -> int:
     return value
 
 
-#: ``--extra``'s default: the runs an unsettled exercise may get after the planned passes
-EXTRA_RUNS = 0
-
-
 def add_measure_options(parser, what: str) -> None:
     """--steps, --repeat, --extra and --timeout, the same for every command that measures."""
-    from simdist.commands import option_type, timeout_seconds, whole_number, whole_number_or_zero
-
-    parser.add_argument("--steps", type=option_type(check_steps), default=100,
+    parser.add_argument("--steps", type=option_type(check_steps), default=STEPS,
                         help=f"training steps per run of each {what}; the first "
-                             f"{SKIPPED_STEPS} of a run are left out (default 100: a run of "
-                             f"40 steps lasts a few tenths of a second here, and its median "
+                             f"{SKIPPED_STEPS} of a run are left out (default {STEPS}: a run "
+                             f"of 40 steps lasts a few tenths of a second here, and its median "
                              f"moves about twice as much from run to run)")
-    parser.add_argument("--repeat", type=option_type(whole_number), default=3,
+    parser.add_argument("--repeat", type=option_type(whole_number), default=REPEAT,
                         help="runs per exercise, each pass through the plan in its own "
-                             "shuffled order, their steps pooled (default 3)")
+                             f"shuffled order, their steps pooled (default {REPEAT})")
     parser.add_argument("--extra", type=option_type(whole_number_or_zero), default=EXTRA_RUNS,
                         help=f"then up to this many more runs of each {what} whose runs' "
-                             f"medians still spread (standard error over 5%% of their mean; "
-                             f"default {EXTRA_RUNS}, 0: none)")
+                             f"medians still spread (standard error over {SETTLED:.0%}% of "
+                             f"their mean; default {EXTRA_RUNS}, 0: none)")
     parser.add_argument("--timeout", type=option_type(timeout_seconds), default=300,
                         help="seconds each run may take (default 300)")
 
@@ -75,120 +59,38 @@ def runs_text(args) -> str:
     return f"{runs} of {args.steps} steps each{more}"
 
 
-#: the CSV columns of a measured exercise
-FIELDS = ["strategy", "workers", "replicas", "model", "dataset", "hidden", "global_batch",
-          "steps", "runs", "median_ms", "p25_ms", "p75_ms", "wall_s", "error"]
+def measure_with_progress(exercises, csv_path, args, stream=None, more=None, more_fields=()
+                          ) -> list[Measurement | None]:
+    """``measure_real`` with the options of ``add_measure_options`` and a progress bar on
+    ``stream`` (stderr by default)."""
+    bar = ProgressBar(0, stream=stream)
 
-#: about how long an exercise takes to measure (s): a worker process each vs one process
-SECONDS = {"multi_worker_mirrored": 11.0}
-SECONDS_IN_PROCESS = 1.2
-START_S = 6.0  # TensorFlow's start
+    def progress(done, total, what, eta_s):
+        bar.done, bar.total = done, total
+        bar.show(what, eta_s)
 
-
-def row_of(exercise) -> dict:
-    """An exercise's configuration columns."""
-    return {"strategy": exercise.strategy, "workers": exercise.num_workers,
-            "replicas": exercise.devices_per_worker, "model": exercise.model,
-            "dataset": exercise.dataset, "hidden": exercise.hidden,
-            "global_batch": exercise.global_batch, "steps": exercise.steps}
-
-
-def label(exercise) -> str:
-    """``mirrored x2 mlp(512) batch 1024``: an exercise in a few words."""
-    size = (f"x{exercise.num_workers} workers" if exercise.num_workers > 1
-            else f"x{exercise.devices_per_worker}")
-    model = f"mlp({exercise.hidden})" if exercise.model == "mlp" else exercise.model
-    return f"{exercise.strategy} {size} {model} batch {exercise.global_batch}"
+    try:
+        return measure_real(exercises, csv_path, args.timeout, args.repeat, more=more,
+                            more_fields=more_fields, extra=args.extra, on_progress=progress)
+    finally:
+        bar.close()
 
 
-def pass_order(n: int, p: int) -> list[int]:
-    """The order of pass ``p`` through a plan of ``n`` exercises: the plan's own order first,
-    then a shuffle seeded by the pass. The machine's speed drifts by tens of percent within
-    minutes on a small shared machine; in a fixed or alternating order an exercise's runs
-    fall at the same places in every pass (the ends of a reversed pass meet the next one's),
-    so it samples the drift at a few moments, always the same, where shuffled passes spread
-    every exercise's runs over the whole measurement."""
-    order = list(range(n))
-    if p:
-        random.Random(p).shuffle(order)
-    return order
+def fit_with_progress(measurements):
+    """``fit`` with a progress bar on stderr, its count the simulations done."""
+    bar = ProgressBar(1, stream=sys.stderr)
+    bar.show("fitting: simulating the exercises", None)
 
+    def progress(done, total):
+        bar.total = total
+        bar.done = done
+        if done % 10 == 0 or done == total:
+            bar.show("fitting: simulating the exercises", None)
 
-def estimate_s(exercises) -> float:
-    return START_S + sum(SECONDS.get(e.strategy, SECONDS_IN_PROCESS) for e in exercises)
-
-
-def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat: int = 3,
-                 stream=None, more=None, more_fields=(), extra: int = 0
-                 ) -> list[Measurement | None]:
-    """Each exercise's measured step time (None where its run failed, with the error in
-    the CSV), from one ``realdist measure`` process running the plan ``repeat`` times, then
-    up to ``extra`` more runs of each exercise whose runs still spread; the CSV gets each
-    row as its statistics come, with the columns ``more(index, measurement or None)`` adds
-    (named in ``more_fields``)."""
-    exercises = list(exercises)
-    n = len(exercises)
-    runs = [exercises[i] for p in range(repeat)
-            for i in pass_order(n, p)]
-    bar = ProgressBar(len(runs), stream=stream)
-    out: list[Measurement | None] = [None] * len(exercises)
-    writer = handle = None
-    if csv_path is not None:
-        csv_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(csv_path, "w", newline="", encoding="utf-8")
-        writer = csv.DictWriter(handle, FIELDS + list(more_fields))
-        writer.writeheader()
-    with tempfile.TemporaryDirectory() as tmp:
-        plan = Path(tmp) / "plan.json"
-        plan.write_text(json.dumps([e.to_dict() for e in exercises]), encoding="utf-8")
-        command = [sys.executable, "-m", "realdist", "measure", str(plan),
-                   "--timeout", str(timeout), "--repeat", str(repeat), "--extra", str(extra)]
-        bar.show(f"starting TensorFlow, then {label(exercises[0])}", estimate_s(runs))
-        log = open(Path(tmp) / "stderr.txt", "w+", encoding="utf-8")  # TF's logging
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
-        try:
-            for line in proc.stdout:
-                if not line.startswith("{"):
-                    continue
-                got = json.loads(line)
-                k = got["index"]
-                bar.done += 1
-                if got.get("again"):  # one more run of it, in the order these lines come
-                    runs.append(exercises[k])
-                    bar.total += 1
-                left = runs[bar.done:]
-                bar.show(label(left[0]) if left else "done",
-                         estimate_s(left) - START_S if left else 0)
-                if "median_ns" not in got and "error" not in got:
-                    continue  # an earlier pass
-                exercise = exercises[k]
-                row = {**row_of(exercise), "runs": got.get("runs", ""),
-                       "wall_s": got.get("wall_s"), "error": got.get("error", "")}
-                if "median_ns" in got:
-                    out[k] = Measurement(exercise, got["median_ns"], got["p25_ns"],
-                                         got["p75_ns"])
-                    row.update(median_ms=got["median_ns"] / 1e6, p25_ms=got["p25_ns"] / 1e6,
-                               p75_ms=got["p75_ns"] / 1e6)
-                if more is not None:
-                    row.update(more(k, out[k]))
-                if writer is not None:
-                    writer.writerow(row)
-                    handle.flush()
-            proc.wait()
-            log.seek(0)
-            errors = log.read()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            log.close()
-            bar.close()
-            if handle is not None:
-                handle.close()
-    if proc.returncode != 0:
-        last = [ln for ln in errors.splitlines() if ln.strip()][-1:] or ["no message"]
-        raise UnavailableError(f"realdist measure exited with {proc.returncode}: {last[0]}")
-    return out
+    try:
+        return fit(measurements, on_progress=progress)
+    finally:
+        bar.close()
 
 
 def error_summary(rows) -> tuple[float, float, int] | None:

@@ -358,7 +358,7 @@ def test_calibrate_and_predict_refuse_bad_input_in_one_line(tmp_path, capsys):
 # -- bench predict ----------------------------------------------------------------------------
 
 def test_each_pass_through_a_plan_has_its_own_order():
-    from simdist.commands.real_measure import pass_order
+    from simdist.calibration.protocol import pass_order
 
     orders = [pass_order(20, p) for p in range(4)]
     assert orders[0] == list(range(20))
@@ -371,7 +371,7 @@ def test_predict_checks_exercises_calibrate_never_measured_within_its_batches():
     fits, and calibrate's batches bracket the matrix's (a step's time is not a line in the
     batch, so predict must not extrapolate)."""
     from simdist.commands.bench.predict import matrix
-    from simdist.commands.calibrate import calibration_plan
+    from simdist.calibration.plan import calibration_plan
 
     def key(e):
         return tuple(getattr(e, k) for k in RECORD_FIELDS)
@@ -426,10 +426,52 @@ def test_the_errors_table_keeps_its_columns_under_long_labels():
 
 
 def test_settled_runs_agree_within_five_percent_standard_error():
-    from realdist.calibration.measure import settled
+    from simdist.calibration.protocol import settled
 
     assert not settled([1.0e6]) and settled([1.0e6, 1.0e6]) and settled([1.0e6, 1.1e6, 1.05e6])
     assert not settled([1.0e6, 1.5e6]) and not settled([1.0e6, 1.5e6, 1.0e6])
+
+
+def test_a_run_keeps_its_steps_after_the_protocols_skipped_ones():
+    from simdist.calibration.protocol import MIN_STEPS, SKIPPED_STEPS, kept_steps
+
+    assert (SKIPPED_STEPS, MIN_STEPS) == (5, 8)
+    assert kept_steps(range(8)) == [5, 6, 7]
+    with pytest.raises(InvalidArgumentError, match="7 steps leave 2 to measure after the "
+                                                   "first 5: give at least 8 steps"):
+        kept_steps(range(7))
+
+
+def test_the_measuring_helps_give_the_protocols_settled_threshold(capsys):
+    """realdist measure's --help (it crashed on the '%' of '5%') and the commands' --extra
+    help both read ``protocol.SETTLED``."""
+    from realdist.calibration.measure import main as measure_main
+
+    for argv in (["calibrate", "--help"], ["bench", "predict", "--help"]):
+        with pytest.raises(SystemExit):
+            simdist_main(argv)
+        assert "(standard error over 5% of their mean;" in " ".join(
+            capsys.readouterr().out.split())
+    with pytest.raises(SystemExit):
+        measure_main(["--help"])
+    assert "(standard error over 5% of their mean)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_measuring_commands_import_the_calibration_layer_not_other_commands():
+    """bench predict imports no other command (the measuring options, progress and tables
+    the two commands share are real_measure's), and realdist's measure no command at all."""
+    from tests.cli.test_layering import imported_modules, source_files
+
+    files = source_files("simdist", "realdist")
+
+    def commands(name):
+        return {m for m in imported_modules(name, files[name], files)
+                if m.startswith("simdist.commands.")}
+
+    assert commands("realdist.calibration.measure") == set()
+    assert commands("simdist.commands.bench.predict") == {"simdist.commands.real_measure"}
+    assert commands("simdist.commands.calibrate") == {"simdist.commands.real_measure"}
+    assert commands("simdist.commands.real_measure") == {"simdist.commands.progress"}
 
 
 def _mwms_plan(tmp_path, batches):
@@ -469,6 +511,9 @@ def test_exercises_whose_runs_spread_are_run_again(tmp_path, monkeypatch, capsys
 def test_the_progress_bar_and_the_csv_count_the_extra_runs(tmp_path, monkeypatch):
     import io
 
+    from argparse import Namespace
+
+    from simdist.calibration import measuring
     from simdist.commands import real_measure
 
     lines = ['{"index": 0, "pass": 0, "wall_s": 1}', '{"index": 1, "pass": 0, "wall_s": 1}',
@@ -489,12 +534,13 @@ def test_the_progress_bar_and_the_csv_count_the_extra_runs(tmp_path, monkeypatch
         def poll(self):
             return 0
 
-    monkeypatch.setattr(real_measure.subprocess, "Popen", FakeMeasure)
+    monkeypatch.setattr(measuring.subprocess, "Popen", FakeMeasure)
     exercises = [Exercise.from_dict(d) for d in
                  json.loads(_mwms_plan(tmp_path, (64, 128)).read_text())]
     bar = io.StringIO()
-    out = real_measure.measure_real(exercises, tmp_path / "m.csv", repeat=2, extra=3,
-                                    stream=bar)
+    out = real_measure.measure_with_progress(exercises, tmp_path / "m.csv",
+                                             Namespace(timeout=300, repeat=2, extra=3),
+                                             stream=bar)
     assert [m.median_ns for m in out] == [2000000, 3000000]
     assert bar.getvalue().splitlines()[-1].startswith("[" + "#" * 24 + "] 5/5 points")
     rows = list(csv.DictReader(open(tmp_path / "m.csv", encoding="utf-8")))
@@ -506,7 +552,7 @@ def test_one_session_fits_the_calibration_rows_and_predicts_the_others(tmp_path,
     """bench predict --one-session: one realdist measure process gets the calibration plan
     and the matrix alternating; the profile is fitted to the calibration rows only (the
     machine's times here: simulated with TRUE) and predicts the validation rows."""
-    from simdist.commands import real_measure
+    from simdist.calibration import measuring
 
     seen = []
 
@@ -526,8 +572,8 @@ def test_one_session_fits_the_calibration_rows_and_predicts_the_others(tmp_path,
         def poll(self):
             return 0
 
-    popen = real_measure.subprocess.Popen  # others (platform's uname) run as they are
-    monkeypatch.setattr(real_measure.subprocess, "Popen", lambda command, **kwargs: (
+    popen = measuring.subprocess.Popen  # others (platform's uname) run as they are
+    monkeypatch.setattr(measuring.subprocess, "Popen", lambda command, **kwargs: (
         FakeMeasure if "realdist" in command else popen)(command, **kwargs))
     out = tmp_path / "predict.csv"
     assert simdist_main(["bench", "predict", "--quick", "--one-session", "--repeat", "1",

@@ -8,6 +8,7 @@ import pytest
 
 from simdist.commands.bench import scale
 from simdist.commands.cli import main as simdist_main
+from simdist.commands.progress import ProgressBar
 
 
 def test_quick_matrix_writes_csv_table_ratios_and_growth_laws(capsys, tmp_path):
@@ -51,7 +52,7 @@ def test_a_point_the_law_puts_too_far_is_estimated_not_run():
 
 def test_progress_bar_shows_points_and_eta():
     stream = io.StringIO()
-    bar = scale.ProgressBar(4, stream=stream, width=8)
+    bar = ProgressBar(4, stream=stream, width=8)
     bar.done = 2
     bar.show("64 devices, flow", 95)
     assert stream.getvalue().startswith("[####....] 2/4 points, 0s elapsed, ETA 1m35s: 64 dev")

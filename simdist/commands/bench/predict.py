@@ -8,9 +8,9 @@ regression at 128 and 512, a 64-unit MLP at 64 and 1024. None of these is an exe
 errors are predictions, not residuals of the fit. Each row: the simulated step time with
 the calibrated profile, the median (and quartiles) measured over the steps of three runs
 (``--repeat``) of 100 steps, the first five steps of each left out (with ``--extra K``, up
-to K runs more where they spread), and the error; then the median and worst absolute error
-against the target (median <= 10%, worst <= 25%). The CSV (--csv) gets a row as each
-measurement ends.
+to K runs more where they spread: the measuring protocol, ``simdist.calibration.protocol``),
+and the error; then the median and worst absolute error against the target (median <= 10%,
+worst <= 25%). The CSV (--csv) gets a row as each measurement ends.
 
 The machine's own speed moves: on the 2-core development machine the same exercise ran
 30-50% slower than it had ten minutes before. So predict also measures the calibration's
@@ -39,14 +39,15 @@ from pathlib import Path
 
 import numpy as np
 
-from simdist.calibration.fit import RECORD_FIELDS, SYSTEM, profile_document, simulated_step_ns
-from simdist.commands import reporting_errors
-from simdist.commands.calibrate import (calibration_plan, fit_with_progress, sized_exercise,
-                                  this_machine, write_profile)
-from simdist.commands.real_measure import (DEFAULT_OUTPUT, SIZES, add_measure_options, error_summary,
-                                     errors_table, label, measure_real, runs_text)
-from simdist.hardware.devices import HardwareCatalog, read_profile_file
 from simdist.base.errors import InvalidArgumentError
+from simdist.calibration.fit import RECORD_FIELDS, SYSTEM, profile_document, simulated_step_ns
+from simdist.calibration.plan import SIZES, calibration_plan, label, sized_exercise
+from simdist.calibration.profile_file import this_machine, write_profile
+from simdist.commands import reporting_errors
+from simdist.commands.real_measure import (DEFAULT_OUTPUT, add_measure_options, error_summary,
+                                           errors_table, fit_with_progress,
+                                           measure_with_progress, runs_text)
+from simdist.hardware.devices import HardwareCatalog, read_profile_file
 from simdist.training.exercises import Exercise
 
 TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
@@ -193,9 +194,9 @@ def _after_calibrate(args, exercises, only):
         return {"set": "validation", "simulated_ms": simulated[k] / 1e6, "calibration_ms": "",
                 "error_pct": "" if m is None else _error_pct(simulated[k], m.median_ns)}
 
-    measured = measure_real(exercises + [e for e, _ in again], Path(args.csv), args.timeout,
-                            args.repeat, more=more, extra=args.extra,
-                            more_fields=("set", "simulated_ms", "error_pct", "calibration_ms"))
+    measured = measure_with_progress(
+        exercises + [e for e, _ in again], Path(args.csv), args, more=more,
+        more_fields=("set", "simulated_ms", "error_pct", "calibration_ms"))
     return simulated, measured, again
 
 
@@ -230,9 +231,8 @@ def _one_session(args, exercises, only):
         written.append(k)
         return {"set": both[k][0]}
 
-    measured = measure_real([e for _, e in both], csv_path, args.timeout, args.repeat,
-                            more=more, extra=args.extra,
-                            more_fields=("set", "simulated_ms", "error_pct"))
+    measured = measure_with_progress([e for _, e in both], csv_path, args, more=more,
+                                     more_fields=("set", "simulated_ms", "error_pct"))
     fitted = [m for (which, _), m in zip(both, measured) if which == "calibration" and m]
     if not fitted:
         raise InvalidArgumentError("no calibration exercise could be measured: nothing to fit"

@@ -178,39 +178,6 @@ def growth_laws(rows: list[dict]) -> list[str]:
 
 # -- output -------------------------------------------------------------------------------
 
-class ProgressBar:
-    """A one-line bar on stderr with the points done and an ETA from the estimates of the
-    points left (scaled by how the estimates compared with the wall times so far)."""
-
-    def __init__(self, total: int, stream=None, width: int = 24):
-        self.total, self.width, self.done = total, width, 0
-        self.stream = stream or sys.stderr
-        self.start = time.perf_counter()
-        self.tty = getattr(self.stream, "isatty", lambda: False)()
-
-    def show(self, label: str, eta_s: float | None):
-        filled = round(self.width * self.done / self.total) if self.total else self.width
-        elapsed = time.perf_counter() - self.start
-        eta = "?" if eta_s is None else _duration(eta_s)
-        text = (f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} "
-                f"points, {_duration(elapsed)} elapsed, ETA {eta}: {label}")
-        if self.tty:
-            self.stream.write("\r" + text[:150].ljust(150))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def close(self):
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
 def _num(value, fmt) -> str:
     return "" if value in (None, "") else format(value, fmt)
 
@@ -316,6 +283,7 @@ def main(argv=None) -> int:
 def _run(args) -> int:
     from simdist.base.errors import InvalidArgumentError
     from simdist.base.files import check_output
+    from simdist.commands.progress import ProgressBar
 
     devices = args.devices or (list(QUICK_DEVICES) if args.quick else list(DEVICES))
     steps = args.steps or (2 if args.quick else 5)

@@ -1,0 +1,25 @@
+"""The profiles file a calibration writes (``fit.profile_document``'s document, JSON or YAML),
+which ``simdist run --profiles-file FILE --profile calibrated`` and ``simdist bench predict``
+read, and the machine it names as measured."""
+
+from __future__ import annotations
+
+import json
+import platform
+from pathlib import Path
+
+
+def this_machine() -> str:
+    """The machine measured, for a profile's description."""
+    return f"{platform.node()} ({platform.machine()}, {platform.processor() or 'cpu'})"
+
+
+def write_profile(path: Path, document: dict) -> None:
+    """Write ``document`` to ``path``: JSON for a .json file, else YAML."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".json":
+        path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    else:
+        import yaml
+
+        path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
