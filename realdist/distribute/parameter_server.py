@@ -4,8 +4,9 @@
 ``shard_layout`` creates variables under a real ParameterServerStrategy with a partitioner
 and returns what TF made of them (each shard's name, device and shape), to set beside
 simdist's layout of the same variables. ``run_parameter_server``, the runner that the
-strategy's record names, trains an exercise on such a cluster
-(``realdist.training.parameter_server_runner``).
+strategy's record names, trains an exercise on such a cluster: it is training's
+(``realdist.training.parameter_server_runner``), which the evaluation and ``Model.fit``
+programs share.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 import json
 
 from realdist.runtime.localcluster import Task, run_cluster
-from realdist.training.parameter_server_runner import run_parameter_server
+from realdist.training import parameter_server_runner
 
-__all__ = ["run_parameter_server", "shard_layout"]
+#: the runner ``simdist.distribute.registry`` names for parameter_server
+run_parameter_server = parameter_server_runner.run_parameter_server
 
 _LAYOUT = r"""
 tf1.enable_eager_execution()  # the prelude is TF1's; ParameterServerStrategy is TF2
