@@ -3,8 +3,9 @@
 
 Every worker's training loop (``realdist.training.loop.train``) reports its steps as
 wall-clock ``time.monotonic_ns()`` spans (one clock for every process of the machine); here
-they become one ``simdist.trace.schema.Trace`` whose time 0 is the first step's start: per worker (pid ``worker:i``) a "steps" lane with
-"step k" and an "ops" lane with that step's input, compute and all-reduce + update spans.
+they become one ``simdist.trace.schema.Trace`` whose time 0 is the first step's start: per
+worker (pid ``worker:i``) a "steps" lane with "step k" and an "ops" lane with that step's
+input, compute and all-reduce + update spans.
 """
 
 from __future__ import annotations
