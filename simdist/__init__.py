@@ -5,7 +5,8 @@ simdist ...``) with identical results. It never imports TensorFlow and never rea
 engine's main names; it may import ``simdist.sim``, ``simdist.hardware`` and ``simdist.trace``.
 """
 
-from simdist.hardware.cluster import ClusterSpec, TaskId, TFConfig, chief_task
+from simdist.hardware.cluster import ClusterSpec, TaskId, chief_task
+from simdist.hardware.tf_config import TFConfig
 from simdist.sim.core import Environment, Interrupt, SimulationDeadlock
 from simdist.hardware.device_spec import DeviceSpec
 from simdist.hardware.devices import Hardware, HardwareCatalog, Layout

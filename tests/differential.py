@@ -528,7 +528,8 @@ def sim_eager(cases: dict) -> dict:
     """The same cases on simdist, in this process."""
     import ast
 
-    from simdist.hardware.cluster import ClusterSpec, TFConfig
+    from simdist.hardware.cluster import ClusterSpec
+    from simdist.hardware.tf_config import TFConfig
     from simdist.hardware.device_spec import DeviceSpec
 
     def attempt(fn):

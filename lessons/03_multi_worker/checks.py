@@ -1,6 +1,6 @@
 """Lesson 03, Many machines: the checks that ``simdist check 03`` runs.
 
-The learner's TF_CONFIGs are parsed with ``simdist.hardware.cluster.TFConfig`` (TF's rules: a
+The learner's TF_CONFIGs are parsed with ``simdist.hardware.tf_config.TFConfig`` (TF's rules: a
 "cluster" identical on every task, a "task" with a type and an int index) and then used: three
 simulated workers each create ``MultiWorkerMirroredStrategy(ctx, tf_config=...)`` from their
 own string, which refuses a TF_CONFIG that does not match the cluster, and train; they must end
@@ -16,7 +16,8 @@ import math
 import numpy as np
 
 from simdist import Hardware, HardwareCatalog, Layout, simulate
-from simdist.hardware.cluster import ClusterSpec, TFConfig
+from simdist.hardware.cluster import ClusterSpec
+from simdist.hardware.tf_config import TFConfig
 from simdist.collectives import ReduceOp, formulas
 from simdist.training.data import classification
 from simdist.hardware.devices import SystemProfile
@@ -277,7 +278,7 @@ def tf_is_chief(cluster: dict, task_type: str, index) -> bool:
     read): a ValueError for a job tf.distribute does not know (TFJob's "master"); the chief
     job's task, and the evaluator (a chief of its own: it writes its own summaries); else
     worker 0 when there is no chief job. The index is read with ``int()``.
-    tests/course/test_lessons_sync.py checks this against real TF."""
+    tests/course/test_lessons_02_03_mirrored_multi_worker.py checks this against real TF."""
     unknown = sorted(set(cluster) - set(KNOWN_JOBS))
     if unknown:
         raise ValueError(f"Disallowed task type found in cluster spec: {unknown}")

@@ -2,7 +2,7 @@
 
 Each check builds a small graph with the learner's code in ``simdist.graph`` and compares
 what the placer and the simulated run did with the rules of TF's placer. The real-TF half of
-the lesson (tests/course/test_lessons_tf1.py and the notebook) runs the same programs on real
+the lesson (tests/course/test_lessons_04_05_placement_sessions.py and the notebook) runs the same programs on real
 TensorFlow and finds the same devices.
 """
 

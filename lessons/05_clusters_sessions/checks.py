@@ -3,7 +3,7 @@
 They run the learner's code against simulated servers (``simdist.graph``): a story of counter
 clients on a {ps: 1, worker: 2} cluster whose values the learner predicts,
 replica_device_setter's choices, TF_CONFIG launching and an experiment that must start fresh
-and clean up after itself. tests/course/test_lessons_tf1.py runs the counter story and the ps
+and clean up after itself. tests/course/test_lessons_04_05_placement_sessions.py runs the counter story and the ps
 assignment on real TensorFlow too and finds the same numbers.
 """
 
@@ -74,7 +74,7 @@ def sim_counter_story(story=STORY) -> dict:
 def real_counter_story(story=STORY, timeout: float = 120) -> dict:
     """The same story on real TF: a {ps: 1, worker: 2} cluster of real servers on free
     loopback ports, in a private network, and the clients in the same process."""
-    from realdist.runtime.loopback import PrivateNetwork
+    from realdist.runtime.localcluster import PrivateNetwork
     from realdist.graph.tf1 import free_port, program_source, run_python
 
     cluster = {"ps": [f"127.0.0.1:{free_port()}"],

@@ -4,7 +4,7 @@ They run the learner's code in the simulator (``simdist.graph``): the loader/tra
 of ``simdist.training.input_pipeline`` with the learner's capacity and enqueue threads, a
 PaddingFIFOQueue's batches, and an ensemble of predictor clients (one of them slow) whose
 predictions the learner's aggregator client collects with ``simulate_clients``.
-tests/course/test_lessons_queues.py runs the padded batches on real TensorFlow too
+tests/course/test_lesson_06_queues.py runs the padded batches on real TensorFlow too
 (``real_padded_batch_shapes``) and finds the same shapes.
 """
 

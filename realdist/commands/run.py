@@ -12,7 +12,7 @@ import os
 from simdist.base.errors import InvalidArgumentError
 from simdist.base.files import check_output
 from simdist.distribute.registry import STRATEGIES
-from simdist.hardware.cluster import TFConfig
+from simdist.hardware.tf_config import TFConfig
 from simdist.hardware.units import check_seconds
 from simdist.training.evaluation import STYLES, describe
 from simdist.training.exercises import Exercise

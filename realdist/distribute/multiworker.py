@@ -34,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simdist.hardware.cluster import ClusterSpec, tf_config_for_all_tasks
+from simdist.hardware.cluster import ClusterSpec
+from simdist.hardware.tf_config import tf_config_for_all_tasks
 from simdist.base.errors import (DeadlineExceededError, InvalidArgumentError, SimdistError,
                             UnavailableError, brief)
 from simdist.training.exercises import Exercise
@@ -232,7 +233,7 @@ def make_strategy(communication: str, timeout: float):
 
 def worker_main(directory: str) -> None:
     """One worker: read the job, train (or report the split), write ``workerI.json``."""
-    from simdist.hardware.cluster import TFConfig
+    from simdist.hardware.tf_config import TFConfig
 
     tmp = Path(directory)
     job = json.loads((tmp / "job.json").read_text())

@@ -1,8 +1,10 @@
 """The command layer: one module per ``simdist`` command that parses its own options.
 
-Each module has ``main(argv) -> int`` (the exit status); ``simdist/commands/cli.py`` dispatches to it.
-The concept modules they drive (``compare``, ``lessons``, ``notebooks``,
-``collectives.sweep``) compute, draw and check, and never parse arguments or exit.
+Each module has ``main(argv) -> int`` (the exit status); ``cli.py`` dispatches to it, and
+``bench/`` holds the benchmark commands. The modules they drive (``training.compare``,
+``course.lessons``, ``course.notebooks``, ``collectives.sweep``...) compute, draw and check,
+and never parse arguments or exit. The top layer: may import every package of simdist and the
+course tooling (``course``), never realdist (which it starts as a child process).
 """
 
 from __future__ import annotations

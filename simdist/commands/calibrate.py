@@ -88,10 +88,11 @@ def calibrate(args) -> int:
 
 def parameters_table(parameters: dict) -> str:
     """The fitted parameters, one per line with its unit and meaning."""
-    head = f"{'parameter':<18} {'value':>12}  {'unit':<9} what it charges"
+    width = max(len(p.name) for p in PARAMETERS)
+    head = f"{'parameter':<{width}} {'value':>12}  {'unit':<9} what it charges"
     lines = ["fitted parameters", head, "-" * len(head)]
     for p in PARAMETERS:
-        lines.append(f"{p.name:<18} {parameters[p.name]:>12,.1f}  {p.unit:<9} {p.what}")
+        lines.append(f"{p.name:<{width}} {parameters[p.name]:>12,.1f}  {p.unit:<9} {p.what}")
     return "\n".join(lines)
 
 

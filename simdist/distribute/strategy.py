@@ -23,7 +23,7 @@ import json
 
 import numpy as np
 
-from simdist.hardware.cluster import TFConfig
+from simdist.hardware.tf_config import TFConfig
 from simdist.hardware.host_costs import HostStep
 from simdist.collectives import ReduceOp
 from simdist.sim.context import HOST

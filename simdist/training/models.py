@@ -54,7 +54,7 @@ class Model:
     #: the TF ops the executor runs in one replica's forward pass, loss and backward pass:
     #: counted in TF 2.21's graph of realdist's replica step (``tf.function`` of the loss and
     #: ``GradientTape.gradient``), without its Const, Placeholder and NoOp ops; what a
-    #: calibrated profile's per-op overhead multiplies (``DeviceProfile.op_overhead_ns``)
+    #: calibrated profile's per-op overhead multiplies (``HostCosts.op_overhead_ns``)
     num_ops = 10
 
     def __init__(self, n_features: int, n_outputs: int):

@@ -64,7 +64,8 @@ LAYERS = (
     Layer("simdist.training", _CONCEPTS),
     Layer("simdist.calibration", _CONCEPTS + ("simdist.training",)),
     Layer("realdist.runtime", ("simdist.base", "simdist.hardware", "simdist.trace")),
-    Layer("realdist.graph", ("realdist.runtime",) + _FOR_REALDIST),
+    # realdist.graph runs each TF1 snippet on real TF beside the same snippet in simdist.graph
+    Layer("realdist.graph", ("realdist.runtime", "simdist.graph") + _FOR_REALDIST),
     Layer("realdist.training", ("realdist.runtime", "realdist.graph") + _FOR_REALDIST),
     Layer("realdist.distribute", ("realdist.runtime", "realdist.training") + _FOR_REALDIST),
     Layer("realdist", _REALDIST[:4] + _FOR_REALDIST),

@@ -4,9 +4,8 @@ import json
 
 import pytest
 
-from simdist.hardware.cluster import (
-    TASK_TYPES, ClusterSpec, ClusterSpecError, TaskId, TaskIndexError, TFConfig, TFConfigError,
-    UnknownTaskError, UnknownTaskTypeError, chief_task, task_to_rank, tf_config_for_all_tasks)
+from simdist.hardware.cluster import TASK_TYPES, ClusterSpec, ClusterSpecError, TaskId, TaskIndexError, UnknownTaskError, UnknownTaskTypeError, chief_task, task_to_rank
+from simdist.hardware.tf_config import TFConfig, TFConfigError, tf_config_for_all_tasks
 from simdist.base.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
 
 from tests.conftest import literal

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from simdist.commands.cli import main as simdist_main  # noqa: E402
-from simdist.hardware.cluster import TFConfig  # noqa: E402
+from simdist.hardware.tf_config import TFConfig  # noqa: E402
 from simdist.training.compare import PARITY_TOLERANCE  # noqa: E402
 from simdist.hardware.device_spec import DeviceSpec  # noqa: E402
 from simdist.base.errors import SimdistError  # noqa: E402

@@ -10,7 +10,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from simdist.hardware.cluster import ClusterSpec, TFConfig
+from simdist.hardware.cluster import ClusterSpec
+from simdist.hardware.tf_config import TFConfig
 from simdist.hardware.device_spec import DeviceSpec
 from simdist.distribute import Strategy
 from simdist.base.errors import InvalidArgumentError

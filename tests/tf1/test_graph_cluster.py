@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import simdist.graph as tf
-from simdist.hardware.cluster import ClusterSpec, TFConfig
+from simdist.hardware.cluster import ClusterSpec
+from simdist.hardware.tf_config import TFConfig
 
 
 pytestmark = pytest.mark.usefixtures("fresh_tf1")
