@@ -164,7 +164,7 @@ def _bandwidth(ns_per_kb: float) -> int:
 
 def simulated_step_ns(exercise, catalog: HardwareCatalog) -> float:
     """The simulator's median step time of ``exercise`` on the calibrated system."""
-    from simdist.training.sync_loop import simulate_exercise
+    from simdist.training.loop import simulate_exercise
 
     short = dataclasses.replace(exercise, steps=SIM_STEPS, hardware=SYSTEM)
     return float(statistics.median(simulate_exercise(short, trace=False,

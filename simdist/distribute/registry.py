@@ -35,9 +35,9 @@ class StrategyRecord(NamedTuple):
     default_workers: int = 1  # worker tasks when --workers is not given
     default_replicas: int = 4  # replicas (devices) per worker when --replicas is not given
     asynchronous: bool = False  # workers step on their own (num_replicas_in_sync is 1)
-    #: the module of its training program: cluster_and_layout(exercise), make_main(exercise)
-    #: (every task's main for one run), to_run_result and simulate_exercise
-    program: str = "simdist.training.sync_loop"
+    #: the module of its training loop, holding a ``TrainingLoop`` record ``LOOP``
+    #: (``simdist.training.loop``): a string, as the training layer sits above this one
+    training_loop: str = "simdist.training.sync_loop"
     default_hardware: str = "cpu"  # the hardware profile when --profile is not given
 
 
@@ -84,13 +84,13 @@ STRATEGIES = {record.name: record for record in (
         lambda ctx, exercise: ParameterServerStrategy(ctx, InProcessCluster().resolver(ctx)),
         "realdist.distribute.parameter_server:run_parameter_server", multi_worker=True,
         single_replica=True, default_workers=2, default_replicas=1, asynchronous=True,
-        program="simdist.training.ps_loop"),
+        training_loop="simdist.training.ps_loop"),
     StrategyRecord(
         "tpu", "tf.distribute.TPUStrategy",
         "TPUStrategy: a replica per core of a TPU slice, steps_per_execution steps per dispatch",
         lambda ctx, exercise: TPUStrategy(ctx, exercise.steps_per_execution),
         "realdist.distribute.strategies:tpu", default_replicas=8,
-        program="simdist.training.tpu_loop", default_hardware="tpu-v3"),
+        training_loop="simdist.training.tpu_loop", default_hardware="tpu-v3"),
 )}
 
 

@@ -8,6 +8,7 @@ May import every package below it (``collectives``, ``graph``, ``distribute``, `
 """
 
 from simdist.training.exercises import Exercise, RunResult
-from simdist.training.sync_loop import make_strategy, simulate_exercise
+from simdist.training.loop import simulate_exercise
+from simdist.training.sync_loop import make_strategy
 
 __all__ = ["Exercise", "RunResult", "make_strategy", "simulate_exercise"]

@@ -31,6 +31,7 @@ from simdist.distribute.failures import check_failures
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from simdist.distribute.server import InProcessCluster
 from simdist.distribute.sharded_variable import IndexedSlices, MinSizePartitioner
+from simdist.training.loop import TrainingLoop
 
 if TYPE_CHECKING:
     from simdist.training.exercises import Exercise, RunResult
@@ -196,7 +197,7 @@ def _restore(checkpoint, variables, iterations) -> None:
     iterations.lost = False
 
 
-def simulate_exercise(exercise: Exercise, transport=None, trace: bool = True,
+def simulate(exercise: Exercise, transport=None, trace: bool = True,
                       catalog: HardwareCatalog | None = None) -> RunResult:
     """Simulate a parameter_server exercise; its ``RunResult`` (from the chief)."""
     from simdist.sim.scheduler import simulate
@@ -244,3 +245,6 @@ def _function_runs(trace) -> dict:
             name = span.args.get("function", span.name)
             runs[name] = runs.get(name, 0) + 1
     return runs
+
+
+LOOP = TrainingLoop(cluster_and_layout, make_main, to_run_result, simulate)

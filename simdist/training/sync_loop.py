@@ -1,5 +1,5 @@
 """A synchronous data-parallel exercise simulated with simdist.distribute: the custom training
-loop every worker task runs, and ``simulate_exercise`` which returns its ``RunResult``.
+loop every worker task runs, and its ``LOOP`` record (``simdist.training.loop``).
 
 The loop is TF's custom-training-loop recipe: distribute the dataset, ``strategy.run`` the
 replica step (per-example loss scaled by ``compute_average_loss`` over the global batch,
@@ -12,7 +12,6 @@ calibrated profile (``simdist calibrate``) each step starts with the host's own 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,6 +23,7 @@ from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
 from simdist.distribute.registry import strategy_named
 from simdist.distribute.strategy import CentralStorageStrategy, Strategy, compute_average_loss
 from simdist.distribute.tpu_strategy import TPUStrategy
+from simdist.training.loop import TrainingLoop
 
 if TYPE_CHECKING:  # simdist.training.exercises imports this package (for the strategy records)
     from simdist.training.exercises import Exercise, RunResult
@@ -94,16 +94,6 @@ def _reduction(strategy: Strategy) -> str:
     return str(strategy._cross_device_ops())
 
 
-def simulate_exercise(exercise: Exercise, transport=None, trace: bool = True,
-                      catalog: HardwareCatalog | None = None) -> RunResult:
-    """Simulate an exercise on its cluster; the ``RunResult`` of the chief (worker 0)."""
-    record = strategy_named(exercise.strategy)
-    if record.program != __name__:
-        return importlib.import_module(record.program).simulate_exercise(
-            exercise, transport=transport, trace=trace, catalog=catalog)
-    return simulate_synchronous(exercise, to_run_result, transport, trace, catalog)
-
-
 def simulate_synchronous(exercise: Exercise, to_result, transport=None, trace: bool = True,
                          catalog: HardwareCatalog | None = None):
     """Simulate this module's training loop; ``to_result(exercise, result, hardware)`` of the
@@ -137,3 +127,11 @@ def to_run_result(exercise: Exercise, result, hardware: Hardware) -> RunResult:
                 "simulated_time_ns": result.end_time, "transport": result.transport,
                 "ranks": result.ranks, "bytes_moved_per_step": moved // max(1, len(times))}
     return RunResult("simdist", exercise, losses, weights, times, metadata, result.trace)
+
+
+def _simulate(exercise: Exercise, transport=None, trace: bool = True,
+              catalog: HardwareCatalog | None = None) -> RunResult:
+    return simulate_synchronous(exercise, to_run_result, transport, trace, catalog)
+
+
+LOOP = TrainingLoop(cluster_and_layout, make_main, to_run_result, _simulate)

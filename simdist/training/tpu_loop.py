@@ -9,13 +9,10 @@ from typing import TYPE_CHECKING
 
 from simdist.training import sync_loop as synchronous
 from simdist.distribute.tpu_strategy import HOST_LOOP_OVERHEAD_NS, utilization
+from simdist.training.loop import TrainingLoop
 
 if TYPE_CHECKING:
     from simdist.training.exercises import Exercise, RunResult
-
-cluster_and_layout = synchronous.cluster_and_layout
-make_main = synchronous.make_main
-
 
 def to_run_result(exercise: Exercise, result, hardware) -> RunResult:
     """The synchronous loop's ``RunResult`` with the TPU's utilization in its metadata."""
@@ -30,7 +27,11 @@ def to_run_result(exercise: Exercise, result, hardware) -> RunResult:
     return run
 
 
-def simulate_exercise(exercise: Exercise, transport=None, trace: bool = True,
+def simulate(exercise: Exercise, transport=None, trace: bool = True,
                       catalog=None) -> RunResult:
     """Simulate a TPUStrategy exercise; the chief's ``RunResult`` (None on other ranks)."""
     return synchronous.simulate_synchronous(exercise, to_run_result, transport, trace, catalog)
+
+
+LOOP = TrainingLoop(synchronous.cluster_and_layout, synchronous.make_main, to_run_result,
+                    simulate)

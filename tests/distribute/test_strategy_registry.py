@@ -4,7 +4,6 @@ exists, gives the exercise its defaults and replica count, and is a ``simdist ru
 
 import argparse
 import ast
-import importlib
 import importlib.util
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from simdist.distribute import STRATEGIES, strategy_named
 from simdist.training import make_strategy
 from simdist.base.errors import InvalidArgumentError
 from simdist.training.exercises import Exercise
+from simdist.training.loop import training_loop
 from simdist.training.programs import load_program, program_names
 
 
@@ -31,7 +31,7 @@ def _args(**given):
 def test_every_record_builds_its_strategy_in_simdist(name):
     record = STRATEGIES[name]
     exercise = Exercise.from_args(name, _args(), hardware=record.default_hardware)
-    cluster, layout = importlib.import_module(record.program).cluster_and_layout(exercise)
+    cluster, layout = training_loop(record).cluster_and_layout(exercise)
     hardware = Hardware.from_catalog(HardwareCatalog.default(), record.default_hardware, layout)
 
     def main(ctx):

@@ -97,7 +97,7 @@ def test_a_dynamic_shape_is_an_error_as_in_xla():
 def test_the_record_and_the_command_line(capsys):
     record = strategy_named("tpu")
     assert (record.tf_class, record.default_replicas, record.default_hardware,
-            record.program) == ("tf.distribute.TPUStrategy", 8, "tpu-v3",
+            record.training_loop) == ("tf.distribute.TPUStrategy", 8, "tpu-v3",
                                 "simdist.training.tpu_loop")
     with pytest.raises(InvalidArgumentError, match="steps_per_execution is an option of "
                                                    "parameter_server and tpu, not of mirrored"):

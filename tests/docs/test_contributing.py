@@ -118,7 +118,7 @@ def test_every_strategy_has_the_files_the_section_names():
         module, function = record.realdist.split(":")
         runner = module.replace(".", "/") + ".py"
         assert runner in runners and function in defined(runner) | assigned(runner), name
-        assert record.program.replace(".", "/") + ".py" in section.paths, name
+        assert record.training_loop.replace(".", "/") + ".py" in section.paths, name
     assert {"Exercise", "add_arguments", "from_args", "validate"} <= defined(exercises[0])
     assert {"step_costs", "mirrored_runtime"} <= assigned(classes[0])
     assert calls("simdist/training/sync_loop.py", "host_step")

@@ -6,9 +6,8 @@ multi_worker_mirrored --workers 2`` ... The options are the exercise's
 
 from __future__ import annotations
 
-import importlib
-
 from simdist.training.exercises import Exercise
+from simdist.training.loop import training_loop
 from simdist.training.programs.program import Program
 
 
@@ -22,8 +21,7 @@ def _exercise(strategy: str, args) -> Exercise:
 
 def make_program(record) -> Program:
     """The ``simdist run`` program of a strategy record."""
-    module = importlib.import_module(record.program)
-    to_run_result = module.to_run_result
+    loop = training_loop(record)
     strategy = record.name
     run = {}  # the tasks' main of the run that setup prepared, and its finish
     evaluates = record.asynchronous  # parameter_server: evaluation.py's styles
@@ -47,15 +45,15 @@ def make_program(record) -> Program:
             from simdist.training.evaluation import evaluation_program
 
             jobs, run["main"], run["finish"] = evaluation_program(exercise, args.evaluation)
-            return ClusterSpec(jobs), module.cluster_and_layout(exercise)[1]
-        run["main"] = module.make_main(exercise)
-        return module.cluster_and_layout(exercise)
+            return ClusterSpec(jobs), loop.cluster_and_layout(exercise)[1]
+        run["main"] = loop.make_main(exercise)
+        return loop.cluster_and_layout(exercise)
 
     def main(ctx, args):
         return run["main"](ctx)
 
     def result_of(result, hardware, args):
-        return run["finish"](to_run_result(_exercise(strategy, args), result, hardware),
+        return run["finish"](loop.to_run_result(_exercise(strategy, args), result, hardware),
                              result)
 
     def report(result, hardware, args) -> str:
