@@ -3,10 +3,9 @@
 
 ``shard_layout`` creates variables under a real ParameterServerStrategy with a partitioner
 and returns what TF made of them (each shard's name, device and shape), to set beside
-simdist's layout of the same variables. ``run_parameter_server``, the runner that the
-strategy's record names, trains an exercise on such a cluster: it is training's
-(``realdist.training.parameter_server_runner``), which the evaluation and ``Model.fit``
-programs share.
+simdist's layout of the same variables. The runner that the strategy's record names,
+``realdist.training.parameter_server_runner.run_parameter_server``, trains an exercise on such
+a cluster (the evaluation and ``Model.fit`` programs share it).
 """
 
 from __future__ import annotations
@@ -14,10 +13,6 @@ from __future__ import annotations
 import json
 
 from realdist.runtime.localcluster import Task, run_cluster
-from realdist.training import parameter_server_runner
-
-#: the runner ``simdist.distribute.registry`` names for parameter_server
-run_parameter_server = parameter_server_runner.run_parameter_server
 
 _LAYOUT = r"""
 tf1.enable_eager_execution()  # the prelude is TF1's; ParameterServerStrategy is TF2

@@ -21,9 +21,10 @@ from simdist.distribute.cross_device_ops import (CollectiveAllReduce, Communicat
 from simdist.distribute.cluster_coordinator import ClusterCoordinator, RemoteValue
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from simdist.distribute.registry import STRATEGIES, StrategyRecord, strategy_named
-from simdist.distribute.strategy import (CentralStorageStrategy, DistributedBatch, InputContext, MirroredStrategy,
-                       MultiWorkerMirroredStrategy, OneDeviceStrategy, Strategy,
-                       compute_average_loss)
+from simdist.distribute.central_storage_strategy import CentralStorageStrategy
+from simdist.distribute.strategy import (DistributedBatch, InputContext, MirroredStrategy,
+                                         MultiWorkerMirroredStrategy, OneDeviceStrategy,
+                                         Strategy, compute_average_loss)
 from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
 from simdist.distribute.tpu_strategy import TPUStrategy
 from simdist.distribute.sharded_variable import (FixedShardsPartitioner, IndexedSlices, MaxSizePartitioner,

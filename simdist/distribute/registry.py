@@ -18,8 +18,9 @@ from simdist.distribute.cross_device_ops import (CROSS_DEVICE_OPS, Communication
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from simdist.distribute.server import InProcessCluster
 from simdist.distribute.tpu_strategy import TPUStrategy
-from simdist.distribute.strategy import (CentralStorageStrategy, MirroredStrategy, MultiWorkerMirroredStrategy,
-                       OneDeviceStrategy, Strategy)
+from simdist.distribute.central_storage_strategy import CentralStorageStrategy
+from simdist.distribute.strategy import (MirroredStrategy, MultiWorkerMirroredStrategy,
+                                         OneDeviceStrategy, Strategy)
 
 
 class StrategyRecord(NamedTuple):
@@ -82,7 +83,7 @@ STRATEGIES = {record.name: record for record in (
         "parameter_server", "tf.distribute.experimental.ParameterServerStrategy",
         "ParameterServerStrategy: variables on ps tasks, a ClusterCoordinator, async workers",
         lambda ctx, exercise: ParameterServerStrategy(ctx, InProcessCluster().resolver(ctx)),
-        "realdist.distribute.parameter_server:run_parameter_server", multi_worker=True,
+        "realdist.training.parameter_server_runner:run_parameter_server", multi_worker=True,
         single_replica=True, default_workers=2, default_replicas=1, asynchronous=True,
         training_loop="simdist.training.ps_loop"),
     StrategyRecord(

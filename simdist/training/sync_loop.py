@@ -21,7 +21,8 @@ from simdist.collectives import ReduceOp
 from simdist.training.data import global_batches
 from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
 from simdist.distribute.registry import strategy_named
-from simdist.distribute.strategy import CentralStorageStrategy, Strategy, compute_average_loss
+from simdist.distribute.central_storage_strategy import CentralStorageStrategy
+from simdist.distribute.strategy import Strategy, compute_average_loss
 from simdist.distribute.tpu_strategy import TPUStrategy
 from simdist.training.loop import TrainingLoop
 

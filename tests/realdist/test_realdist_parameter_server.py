@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from realdist.cli import main as realdist_main
-from realdist.distribute.parameter_server import run_parameter_server
+from realdist.training.parameter_server_runner import run_parameter_server
 from realdist.training.parameter_server_fit import fit_parameter_server
 from simdist.commands.cli import main as simdist_main
 from simdist.base.errors import InvalidArgumentError, UnimplementedError
