@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from course.checks import first_lines, load_checks, load_lesson_checks, target_file
-from course.folders import (LessonError, find_lesson, list_lessons, load_module,
-                            solution_path)
+from course.folders import LessonError, find_lesson, list_lessons, load_module, solution_path
 from course.report import print_checks
 
 

@@ -17,16 +17,9 @@ from simdist import Hardware, HardwareCatalog, Layout, simulate
 from simdist.collectives import ReduceOp
 from simdist.distribute.input_lib import split_global_batch
 from simdist.training.data import classification
-from simdist.distribute import (
-    CentralStorageStrategy,
-    HierarchicalCopyAllReduce,
-    MirroredStrategy,
-    NcclAllReduce,
-    OneDeviceStrategy,
-    PerReplica,
-    ReductionToOneDevice,
-    Strategy,
-)
+from simdist.distribute import (CentralStorageStrategy, HierarchicalCopyAllReduce,
+                                MirroredStrategy, NcclAllReduce, OneDeviceStrategy, PerReplica,
+                                ReductionToOneDevice, Strategy)
 from course.lessons import Check, CheckFailed, tr
 from simdist.training.models import make_model
 from simdist.hardware.units import format_bytes

@@ -125,7 +125,7 @@ def _padded(args) -> int:
 
 def _loader_trainer(args) -> int:
     from realdist.training.queue_programs import (check_loader_trainer, describe_pipeline,
-                                 real_dataset_trainer, real_loader_trainer)
+                                                  real_dataset_trainer, real_loader_trainer)
 
     check_loader_trainer(args.capacity, args.loaders, args.steps, args.batch, args.load_ms,
                          args.train_ms)

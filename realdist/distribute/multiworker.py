@@ -37,7 +37,7 @@ import numpy as np
 from simdist.hardware.cluster import ClusterSpec
 from simdist.hardware.tf_config import tf_config_for_all_tasks
 from simdist.base.errors import (DeadlineExceededError, InvalidArgumentError, SimdistError,
-                            UnavailableError, brief)
+                                 UnavailableError, brief)
 from simdist.training.exercises import Exercise
 
 from realdist.runtime.localcluster import PrivateNetwork

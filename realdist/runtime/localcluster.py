@@ -52,8 +52,8 @@ from typing import NamedTuple
 
 from simdist.base import errors
 
-from realdist.runtime.processes import (MARK, PRELUDE, child_env, free_ports, kill_group,
-                                        log_tail, read_outputs)
+from realdist.runtime.processes import (MARK, PRELUDE, child_env, free_ports, kill_group, log_tail,
+                                        read_outputs)
 
 # TF's __init__ imports Keras's optimizers (for the SavedModel registry, b/196254385):
 # 2-3 s of each process's start-up that these programs, which use no Keras, do without.

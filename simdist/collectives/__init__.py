@@ -18,8 +18,8 @@ from simdist.collectives.group import Collective, CollectiveError
 from simdist.collectives.naive import broadcast, reduce
 from simdist.collectives.ops import ReduceOp
 from simdist.collectives.packing import pack, unpack
-from simdist.collectives.registry import (ALGORITHMS, ALL_REDUCE, AllReduceAlgorithm, algorithm_named, all_reduce,
-                       all_reduce_time)
+from simdist.collectives.registry import (ALGORITHMS, ALL_REDUCE, AllReduceAlgorithm,
+                                          algorithm_named, all_reduce, all_reduce_time)
 from simdist.collectives.ring import ring_all_gather, ring_reduce_scatter
 
 reduce_scatter = ring_reduce_scatter

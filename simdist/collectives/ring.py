@@ -11,7 +11,8 @@ as soon as it arrives (pipelining), which hides the link latency behind transfer
 from __future__ import annotations
 
 from simdist.collectives.group import Collective, begin
-from simdist.collectives.ops import ReduceOp, assign, copy, empty_like_flat, join_flat, reshape_like, split
+from simdist.collectives.ops import (ReduceOp, assign, copy, empty_like_flat, join_flat,
+                                     reshape_like, split)
 
 
 def _ring(c: Collective, value, op: ReduceOp, pieces: int, reduce_steps: int,

@@ -16,19 +16,21 @@ layer above it.
 
 from simdist.collectives import ReduceOp
 from simdist.distribute.cross_device_ops import (CollectiveAllReduce, CommunicationImplementation,
-                               CommunicationOptions, CrossDeviceOps, HierarchicalCopyAllReduce,
-                               NcclAllReduce, ReductionToOneDevice)
+                                                 CommunicationOptions, CrossDeviceOps,
+                                                 HierarchicalCopyAllReduce, NcclAllReduce,
+                                                 ReductionToOneDevice)
 from simdist.distribute.cluster_coordinator import ClusterCoordinator, RemoteValue
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from simdist.distribute.registry import STRATEGIES, StrategyRecord, strategy_named
 from simdist.distribute.central_storage_strategy import CentralStorageStrategy
 from simdist.distribute.strategy import (DistributedBatch, InputContext, MirroredStrategy,
-                                         MultiWorkerMirroredStrategy, OneDeviceStrategy,
-                                         Strategy, compute_average_loss)
+                                         MultiWorkerMirroredStrategy, OneDeviceStrategy, Strategy,
+                                         compute_average_loss)
 from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
 from simdist.distribute.tpu_strategy import TPUStrategy
-from simdist.distribute.sharded_variable import (FixedShardsPartitioner, IndexedSlices, MaxSizePartitioner,
-                               MinSizePartitioner, ShardedVariable)
+from simdist.distribute.sharded_variable import (FixedShardsPartitioner, IndexedSlices,
+                                                 MaxSizePartitioner, MinSizePartitioner,
+                                                 ShardedVariable)
 from simdist.distribute.values import Mirrored, MirroredVariable, PerReplica
 
 __all__ = ["CentralStorageStrategy", "ClusterCoordinator", "CollectiveAllReduce",

@@ -24,8 +24,8 @@ import numpy as np
 
 from simdist.base.errors import FailedPreconditionError, InvalidArgumentError, brief
 from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
-from simdist.distribute.sharded_variable import (IndexedSlices, Partitioner, ShardedVariable, Variable,
-                               num_shards, shard_offsets)
+from simdist.distribute.sharded_variable import (IndexedSlices, Partitioner, ShardedVariable,
+                                                 Variable, num_shards, shard_offsets)
 
 
 class ParameterServerStrategy:

@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple
 
 from simdist.base.errors import InvalidArgumentError
 from simdist.distribute.cross_device_ops import (CROSS_DEVICE_OPS, CommunicationImplementation,
-                               CommunicationOptions)
+                                                 CommunicationOptions)
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from simdist.distribute.server import InProcessCluster
 from simdist.distribute.tpu_strategy import TPUStrategy

@@ -29,7 +29,7 @@ from simdist.collectives import ReduceOp
 from simdist.distribute.input_lib import split_bounds
 from simdist.base.errors import InvalidArgumentError
 from simdist.distribute.cross_device_ops import (CollectiveAllReduce, CommunicationOptions,
-                               CrossDeviceOps, choose_the_best)
+                                                 CrossDeviceOps, choose_the_best)
 from simdist.distribute.values import Mirrored, MirroredVariable, PerReplica, local_value, regroup
 
 

@@ -19,88 +19,37 @@ from simdist.base import errors as _errors
 from simdist.hardware.cluster import ClusterSpec
 from simdist.hardware.device_spec import DeviceSpec
 from simdist.graph.config import ConfigProto, GPUOptions
-from simdist.graph.device_setter import (
-    GreedyLoadBalancingStrategy,
-    byte_size_load_fn,
-    replica_device_setter,
-)
-from simdist.graph.dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64, resource
+from simdist.graph.device_setter import (GreedyLoadBalancingStrategy, byte_size_load_fn,
+                                         replica_device_setter)
+from simdist.graph.dtypes import (DType, as_dtype, bool_, float16, float32, float64, int32, int64,
+                                  resource)
 from simdist.graph.gradients import gradients
-from simdist.graph.graph import (
-    Graph,
-    Operation,
-    Tensor,
-    add_to_collection,
-    colocate_with,
-    container,
-    control_dependencies,
-    device,
-    get_collection,
-    get_default_graph,
-    name_scope,
-    reset_default_graph,
-)
+from simdist.graph.graph import (Graph, Operation, Tensor, add_to_collection, colocate_with,
+                                 container, control_dependencies, device, get_collection,
+                                 get_default_graph, name_scope, reset_default_graph)
 from simdist.graph.indexed_slices import IndexedSlices, IndexedSlicesValue
-from simdist.graph.array_ops import (
-    constant,
-    convert_to_tensor,
-    embedding_lookup,
-    fill,
-    gather,
-    identity,
-    ones,
-    ones_like,
-    placeholder,
-    zeros,
-    zeros_like,
-)
+from simdist.graph.array_ops import (constant, convert_to_tensor, embedding_lookup, fill, gather,
+                                     identity, ones, ones_like, placeholder, zeros, zeros_like)
 from simdist.graph.accumulator import ConditionalAccumulator, SparseConditionalAccumulator
 from simdist.graph.control_flow_ops import group, no_op
 from simdist.graph.coordinator import Coordinator
 from simdist.graph.dataset_ops import Dataset, Iterator, make_one_shot_iterator
-from simdist.graph.data_flow_ops import (
-    FIFOQueue,
-    PaddingFIFOQueue,
-    PriorityQueue,
-    QueueBase,
-    RandomShuffleQueue,
-)
-from simdist.graph.math_ops import (
-    add,
-    add_n,
-    argmax,
-    cast,
-    divide,
-    matmul,
-    multiply,
-    negative,
-    reduce_mean,
-    reduce_sum,
-    sigmoid,
-    sqrt,
-    square,
-    subtract,
-)
-from simdist.graph.nn_ops import (
-    relu,
-    softmax_cross_entropy_with_logits,
-    softmax_cross_entropy_with_logits_v2,
-    sparse_softmax_cross_entropy_with_logits,
-)
-from simdist.graph.optimizers import (
-    AdamOptimizer,
-    GradientDescentOptimizer,
-    MomentumOptimizer,
-    Optimizer,
-    create_global_step,
-    get_global_step,
-    get_or_create_global_step,
-)
+from simdist.graph.data_flow_ops import (FIFOQueue, PaddingFIFOQueue, PriorityQueue, QueueBase,
+                                         RandomShuffleQueue)
+from simdist.graph.math_ops import (add, add_n, argmax, cast, divide, matmul, multiply, negative,
+                                    reduce_mean, reduce_sum, sigmoid, sqrt, square, subtract)
+from simdist.graph.nn_ops import (relu, softmax_cross_entropy_with_logits,
+                                  softmax_cross_entropy_with_logits_v2,
+                                  sparse_softmax_cross_entropy_with_logits)
+from simdist.graph.optimizers import (AdamOptimizer, GradientDescentOptimizer, MomentumOptimizer,
+                                      Optimizer, create_global_step, get_global_step,
+                                      get_or_create_global_step)
 from simdist.graph.io_ops import read_record
 from simdist.graph.basic_session_run_hooks import CheckpointSaverHook, StopAtStepHook
 from simdist.graph.saver import Saver, get_checkpoint_state, latest_checkpoint
 from simdist.graph.monitored_session import MonitoredSession, MonitoredTrainingSession
-from simdist.graph.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+from simdist.graph.session_run_hook import (SessionRunArgs, SessionRunContext, SessionRunHook,
+                                            SessionRunValues)
 from simdist.graph.sync_replicas_optimizer import SyncReplicasOptimizer
 from simdist.graph.script_ops import timed_py_func
 from simdist.graph.placement import parse_placement_log
@@ -109,29 +58,14 @@ from simdist.graph._sim.runtime import Machine
 from simdist.graph._sim.clients import simulate_clients
 from simdist.graph.server import Server, running_servers, stop_all_servers
 from simdist.graph.session import Session, get_default_session
-from simdist.graph.variables import (
-    AUTO_REUSE,
-    Variable,
-    assign,
-    assign_add,
-    assign_sub,
-    constant_initializer,
-    get_variable,
-    global_variables,
-    global_variables_initializer,
-    glorot_uniform_initializer,
-    local_variables,
-    local_variables_initializer,
-    initialize_all_variables,
-    is_variable_initialized,
-    ones_initializer,
-    random_normal_initializer,
-    random_uniform_initializer,
-    trainable_variables,
-    variable_scope,
-    variables_initializer,
-    zeros_initializer,
-)
+from simdist.graph.variables import (AUTO_REUSE, Variable, assign, assign_add, assign_sub,
+                                     constant_initializer, get_variable, global_variables,
+                                     global_variables_initializer, glorot_uniform_initializer,
+                                     local_variables, local_variables_initializer,
+                                     initialize_all_variables, is_variable_initialized,
+                                     ones_initializer, random_normal_initializer,
+                                     random_uniform_initializer, trainable_variables,
+                                     variable_scope, variables_initializer, zeros_initializer)
 
 sub, mul = subtract, multiply
 

@@ -14,7 +14,8 @@ from simdist.base.errors import InvalidArgumentError
 from simdist.graph.dtypes import as_dtype, dtype_of, float32
 from simdist.graph.graph import Operation, Tensor, create_op, format_shape
 from simdist.graph.indexed_slices import IndexedSlices
-from simdist.graph.registry import ANY_TYPE, NO_GRADIENT, NOT_DIFFERENTIABLE, no_flops, numpy_kernel, register
+from simdist.graph.registry import (ANY_TYPE, NO_GRADIENT, NOT_DIFFERENTIABLE, no_flops,
+                                    numpy_kernel, register)
 
 
 def convert_to_tensor(value, dtype=None, name=None) -> Tensor:

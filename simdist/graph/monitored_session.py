@@ -28,14 +28,8 @@ and the recreation of a session after a task fails.
 
 from __future__ import annotations
 
-from simdist.base.errors import (
-    AbortedError,
-    DeadlineExceededError,
-    InvalidArgumentError,
-    OutOfRangeError,
-    UnavailableError,
-    stricter_than_tf,
-)
+from simdist.base.errors import (AbortedError, DeadlineExceededError, InvalidArgumentError,
+                                 OutOfRangeError, UnavailableError, stricter_than_tf)
 from simdist.graph.basic_session_run_hooks import CheckpointSaverHook
 from simdist.graph.coordinator import Coordinator
 from simdist.graph.graph import get_default_graph
@@ -43,13 +37,9 @@ from simdist.graph.saver import Saver, latest_checkpoint
 from simdist.graph.server import connect
 from simdist.graph.session import Session
 from simdist.graph.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
-from simdist.graph.variables import (
-    global_variables,
-    global_variables_initializer,
-    is_variable_initialized,
-    local_variables,
-    local_variables_initializer,
-)
+from simdist.graph.variables import (global_variables, global_variables_initializer,
+                                     is_variable_initialized, local_variables,
+                                     local_variables_initializer)
 
 
 #: the errors after which TF's MonitoredSession makes a new session and goes on

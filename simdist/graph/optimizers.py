@@ -21,16 +21,8 @@ from simdist.graph.graph import Tensor, get_default_graph
 from simdist.graph.indexed_slices import IndexedSlices
 from simdist.graph.math_ops import cast
 from simdist.graph.registry import NO_GRADIENT, NOT_DIFFERENTIABLE, register
-from simdist.graph.variables import (
-    GLOBAL_STEP,
-    Variable,
-    assign,
-    assign_add,
-    get_variable,
-    initialized_variable,
-    trainable_variables,
-    zeros_initializer,
-)
+from simdist.graph.variables import (GLOBAL_STEP, Variable, assign, assign_add, get_variable,
+                                     initialized_variable, trainable_variables, zeros_initializer)
 
 
 def _dedup(indices, values):

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from simdist.base.errors import (InvalidArgumentError, NotFoundError, OutOfRangeError, brief,
-                            stricter_than_tf)
+                                 stricter_than_tf)
 
 TASK_TYPES = ("chief", "master", "worker", "ps", "evaluator")
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from simdist.calibration.fit import (NAMES, RECORD_FIELDS, SYSTEM, Measurement, catalog_for, fit,
-                                 predict, profile_document,
-                                 simulated_step_ns)
+                                     predict, profile_document, simulated_step_ns)
 from simdist.calibration.table import read_table
 from simdist.commands.cli import main as simdist_main
 from simdist.hardware.devices import DeviceProfile, HardwareCatalog, ProfileFileError

@@ -11,8 +11,7 @@ from simdist.distribute.cluster_coordinator import ClusterCoordinator
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
 from simdist.distribute.sharded_variable import (FixedShardsPartitioner, MaxSizePartitioner,
-                                                 MinSizePartitioner, ShardedVariable,
-                                                 shard_offsets)
+                                                 MinSizePartitioner, ShardedVariable, shard_offsets)
 from simdist.base.errors import FailedPreconditionError, InvalidArgumentError
 
 F32 = np.float32

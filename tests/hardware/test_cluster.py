@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from simdist.hardware.cluster import TASK_TYPES, ClusterSpec, ClusterSpecError, TaskId, TaskIndexError, UnknownTaskError, UnknownTaskTypeError, chief_task, task_to_rank
+from simdist.hardware.cluster import (TASK_TYPES, ClusterSpec, ClusterSpecError, TaskId,
+                                      TaskIndexError, UnknownTaskError, UnknownTaskTypeError,
+                                      chief_task, task_to_rank)
 from simdist.hardware.tf_config import TFConfig, TFConfigError, tf_config_for_all_tasks
 from simdist.base.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
 

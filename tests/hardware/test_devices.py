@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from simdist.hardware.devices import (
-    DeviceProfile, Hardware, HardwareCatalog, Layout, LinkProfile, ProfileFileError,
-    SystemProfile, UnknownProfileError, file_record)
+from simdist.hardware.devices import (DeviceProfile, Hardware, HardwareCatalog, Layout,
+                                      LinkProfile, ProfileFileError, SystemProfile,
+                                      UnknownProfileError, file_record)
 from simdist.hardware.host_costs import HostCosts
 from simdist.base.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
 

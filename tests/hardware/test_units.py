@@ -5,8 +5,8 @@ printed (SI prefixes are powers of 1000, IEC prefixes powers of 1024, everywhere
 import pytest
 
 from simdist.base.errors import InvalidArgumentError
-from simdist.hardware.units import (format_bytes, format_ns, parse_quantity, parse_size, parse_sizes,
-                           time_unit)
+from simdist.hardware.units import (format_bytes, format_ns, parse_quantity, parse_size,
+                                    parse_sizes, time_unit)
 
 from tests.conftest import literal
 

@@ -5,7 +5,7 @@ import math
 from types import SimpleNamespace
 
 from realdist.training.queue_compare import (compare_pipelines, format_comparison, mean_occupancy,
-                                    simulate_like)
+                                             simulate_like)
 
 
 def _run(steps, end, starved, occupancy):

@@ -9,9 +9,9 @@ import pytest
 from realdist.cli import main as realdist_main
 from realdist.training import ps_compare
 from realdist.training.ps_compare import (arrival_order, compare_ps_runs, differs, failure_figures,
-                                  format_comparison, simulate_like)
+                                          format_comparison, simulate_like)
 from realdist.training.ps_programs import (Arrival, _training_run, check_train_on_ps,
-                                  replay_accumulator, unconfirmed)
+                                           replay_accumulator, unconfirmed)
 from simdist.base.errors import InvalidArgumentError
 from simdist.training.ps_training import train_on_ps
 

@@ -45,8 +45,8 @@ from simdist.calibration.plan import SIZES, calibration_plan, label, sized_exerc
 from simdist.calibration.profile_file import this_machine, write_profile
 from simdist.commands import reporting_errors
 from simdist.commands.real_measure import (DEFAULT_OUTPUT, add_measure_options, error_summary,
-                                           errors_table, fit_with_progress,
-                                           measure_with_progress, runs_text)
+                                           errors_table, fit_with_progress, measure_with_progress,
+                                           runs_text)
 from simdist.hardware.devices import HardwareCatalog, read_profile_file
 from simdist.training.exercises import Exercise
 

@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-from simdist.hardware.devices import DeviceProfile, Hardware, HardwareCatalog, Layout, LinkProfile, SystemProfile
+from simdist.hardware.devices import (DeviceProfile, Hardware, HardwareCatalog, Layout,
+                                      LinkProfile, SystemProfile)
 from simdist.base.errors import InvalidArgumentError, ResourceExhaustedError
 from simdist.graph.config import ConfigProto
 
