@@ -24,7 +24,8 @@ from course import html as H
 from course.lang import LANGUAGES as CHECK_LANGUAGES
 from course.lang import localize, word
 from course.checks import run_checks
-from course.folders import list_lessons
+from course.folders import lessons_dir, list_lessons
+from course.guides import guides_html, write_guides
 from course.notebooks import editions, notebook_path
 
 #: the plots of simdist.trace.plots that take a trace first: the traces the site offers
@@ -332,8 +333,9 @@ def _pager_link(page: Page | None, before="", after="") -> str:
     return f'<a href="{page.name}.html">{before}{H.esc(page.name)}{after}</a>'
 
 
-def index_page(pages: list[Page], statuses: dict) -> str:
-    """The contents page: for each language, each lesson with its goals and status."""
+def index_page(pages: list[Page], statuses: dict, guides: list | None = None) -> str:
+    """The contents page: for each language, each lesson with its goals and status; then the
+    guides (``course.guides``)."""
     sections = []
     for lang in dict.fromkeys(p.lang for p in pages):
         cards = []
@@ -368,6 +370,7 @@ to run and edit them yourself, open them with <code>make lab</code>; to check yo
 run <code>simdist check NN</code>. Every timeline's trace can be opened in Perfetto.</p>
 {progress}
 {"".join(sections)}
+{guides_html(guides or [])}
 <p class="note">Status: the checks of each lesson run on its exercises when this site was
 built (<code>simdist course build</code>).</p>
 </main>"""
@@ -381,7 +384,8 @@ def build_course(out, folder=None, only=None, executed=None, execute_missing=Tru
                  log: Callable[[str], None] = print,
                  on_cell: Callable[[Page, int, int], None] | None = None) -> list[Page]:
     """Write the site into ``out``: ``index.html``, a page per lesson and language, their
-    figures, traces and executed notebooks, ``course.css`` and ``course.js``.
+    figures, traces and executed notebooks, ``course.css`` and ``course.js``; with every lesson
+    built (no ``only``), the guides of the checkout's ``docs/`` beside them.
 
     ``only``: lesson folders to build (default: every lesson of ``folder``); ``executed``:
     where executed notebooks are kept and reused (default ``out/executed``); ``again``:
@@ -414,7 +418,11 @@ def build_course(out, folder=None, only=None, executed=None, execute_missing=Tru
             + (f", {len(page.errors)} cell error(s)" if page.errors else "")
             + {"kept": " (a kept run: its cells have not changed)", "now": "",
                "": " (no outputs: not executed)"}[page.run])
-    (out / "index.html").write_text(index_page(pages, statuses), encoding="utf-8")
+    docs = lessons_dir(folder).resolve().parent / "docs"
+    guides = write_guides(out, docs) if docs.is_dir() and not only else []
+    if guides:
+        log(f"guides: {len(guides)} pages of docs/ in {out / 'docs'}")
+    (out / "index.html").write_text(index_page(pages, statuses, guides), encoding="utf-8")
     return pages
 
 
