@@ -20,7 +20,7 @@ run (UnavailableError with the end of its log), one that hangs ends it at the ti
 (DeadlineExceededError), and every process is killed in a ``finally`` (the launcher kills
 its tasks, the caller the launcher's process group) and dies with its parent.
 
-Failures (``failures=[Failure(task, at_ms, down_ms)]``, the spec of simdist's
+Failures (``failures=[KillOrder(task, at_ms, down_ms)]``, the spec of simdist's
 ``train_on_ps``): the launcher kills the task's process (SIGKILL) ``at_ms`` after the start
 line (the first ``start_line`` a task emits: its ``time.monotonic_ns``) and starts it again
 ``down_ms`` later, the same command on the same port, with ``DISTLAB_INCARNATION`` = 1, 2...
@@ -186,17 +186,18 @@ class Task:
     keras: bool = False  # uses Keras: tf_keras (TF_USE_LEGACY_KERAS=1), its import not skipped
 
 
-class Failure(NamedTuple):
-    """Kill ``task`` ("ps:0", "worker:1") ``at_ms`` after the start line, restart it
-    ``down_ms`` later."""
+class KillOrder(NamedTuple):
+    """The launcher's order: kill ``task`` ("ps:0", "worker:1") ``at_ms`` after the start
+    line, restart it ``down_ms`` later: a ``simdist.distribute.failures.Failure`` in the
+    launcher's wall-clock milliseconds."""
 
     task: str
     at_ms: float
     down_ms: float
 
 
-def check_failures(failures, jobs: dict[str, int], caller: str) -> list[Failure]:
-    """``failures`` as Failure records, each naming a task of ``jobs`` with times >= 0; one
+def kill_orders(failures, jobs: dict[str, int], caller: str) -> list[KillOrder]:
+    """``failures`` as KillOrder records, each naming a task of ``jobs`` with times >= 0; one
     line naming the bad value otherwise."""
     tasks = [f"{job}:{i}" for job, n in jobs.items() for i in range(n)]
     checked = []
@@ -216,7 +217,7 @@ def check_failures(failures, jobs: dict[str, int], caller: str) -> list[Failure]
                 raise errors.InvalidArgumentError(
                     f"{caller}: failure of {task}: {label}={value!r}, expected ms from 0 to "
                     "600000")
-        checked.append(Failure(task, at_ms, down_ms))
+        checked.append(KillOrder(task, at_ms, down_ms))
     return checked
 
 
@@ -225,7 +226,7 @@ def run_cluster(jobs: dict[str, int], tasks: list[Task], timeout: float,
     """Run ``tasks`` on a localhost cluster with ``jobs`` ({job: number of tasks}); returns
     {"outputs": {task name: what it emitted}, "network": {...}, "cluster": {...},
     "failures": [...]}. ``failures``: see the module docstring."""
-    failures = check_failures(failures, jobs, "run_cluster")
+    failures = kill_orders(failures, jobs, "run_cluster")
     with PrivateNetwork() if jobs else nullcontext() as net:  # no server: nothing to isolate
         job = {"jobs": jobs, "timeout": timeout, "namespace": bool(net and net.isolated),
                "tasks": [vars(t) for t in tasks], "failures": [f._asdict() for f in failures]}
@@ -364,7 +365,7 @@ class _Schedule:
     restarts it ``down_ms`` later; ``done`` records when (time.monotonic_ns)."""
 
     def __init__(self, failures, tmp: Path, ports: dict):
-        self.pending = sorted((Failure(**f) for f in failures), key=lambda f: f.at_ms)
+        self.pending = sorted((KillOrder(**f) for f in failures), key=lambda f: f.at_ms)
         self.tmp, self.ports, self.start_line, self.done = tmp, ports, None, []
         self.restarts: list = []  # (when ns, task, its record in done)
         self.incarnations: dict = {}
@@ -400,7 +401,7 @@ class _Schedule:
                 raise errors.InvalidArgumentError(
                     f"a task ordered a failure of {order.get('task')!r}: expected one of "
                     f"{', '.join(procs)}")
-            self.pending.insert(0, Failure(order["task"], (now - self.start_line) / 1e6,
+            self.pending.insert(0, KillOrder(order["task"], (now - self.start_line) / 1e6,
                                            order.get("down_ms")))
         while self.pending and now >= self.start_line + self.pending[0].at_ms * 1e6:
             failure = self.pending.pop(0)

@@ -65,7 +65,7 @@ from simdist.hardware.units import check_seconds
 
 from realdist.training import ps_tasks
 from realdist.training import queue_tasks
-from realdist.runtime.localcluster import Task, check_failures, run_cluster
+from realdist.runtime.localcluster import Task, kill_orders, run_cluster
 from realdist.training.queue_programs import _check
 
 MAX_WORKERS, MAX_PS = 8, 4  # every task is a TensorFlow process on this machine
@@ -172,7 +172,7 @@ def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
             raise InvalidArgumentError(f"real_train_on_ps: failure '{f}': expected a downtime "
                                        f"({SYNTAX} with +DOWN): the launcher starts every "
                                        "task it kills again")
-    check_failures(_in_ms(failures), {"ps": ps, "worker": workers}, "real_train_on_ps")
+    kill_orders(_in_ms(failures), {"ps": ps, "worker": workers}, "real_train_on_ps")
     if save_checkpoint_steps is not None:
         if checkpoint_dir is None:
             raise InvalidArgumentError("real_train_on_ps: save_checkpoint_steps="

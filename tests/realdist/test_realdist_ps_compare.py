@@ -295,7 +295,7 @@ def test_simulate_like_passes_the_failures_and_its_own_checkpoint_folder(tmp_pat
 
 
 def test_the_launcher_collects_repeated_keys_and_checks_failures(tmp_path):
-    from realdist.runtime.localcluster import check_failures
+    from realdist.runtime.localcluster import kill_orders
     from realdist.runtime.processes import MARK, read_outputs
 
     out = tmp_path / "task.out"
@@ -303,10 +303,10 @@ def test_the_launcher_collects_repeated_keys_and_checks_failures(tmp_path):
         '{"run[]": 1}', '{"left": 5}', '{"run[]": 2}', '{"left": 6}')) + "noise\n")
     assert read_outputs(out) == {"run": [1, 2], "left": 6}
     assert read_outputs(tmp_path / "missing.out") == {}
-    assert check_failures([("ps:0", 1, 2.5)], {"ps": 1, "worker": 2}, "f") == [
+    assert kill_orders([("ps:0", 1, 2.5)], {"ps": 1, "worker": 2}, "f") == [
         ("ps:0", 1, 2.5)]
     with pytest.raises(InvalidArgumentError, match="^f: failure of worker:1: down_ms=True"):
-        check_failures([("worker:1", 1, True)], {"ps": 1, "worker": 2}, "f")
+        kill_orders([("worker:1", 1, True)], {"ps": 1, "worker": 2}, "f")
 
 
 def test_realdist_ps_reads_the_failure_syntax_and_hands_the_launcher_ms(monkeypatch):
