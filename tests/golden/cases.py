@@ -18,14 +18,20 @@ from pathlib import Path
 HASHES = Path(__file__).with_name("traces.sha256.json")
 
 
-def _cli(*argv):
+def _command(command, *argv):
+    """``simdist COMMAND ARGV --trace PATH``, quietly."""
     def run(path):
         from simdist.commands.cli import main
 
         with contextlib.redirect_stdout(io.StringIO()):
-            code = main(["run", *argv, "--trace", str(path)])
-        assert code == 0, f"simdist run {' '.join(argv)} exited {code}"
+            code = main([command, *argv, "--trace", str(path)])
+        assert code == 0, f"simdist {command} {' '.join(argv)} exited {code}"
     return run
+
+
+def _cli(*argv):
+    """``simdist run ARGV``: a built-in program."""
+    return _command("run", *argv)
 
 
 def _session_cluster(path):
@@ -123,20 +129,11 @@ for _style in ("inline", "distributed", "exactly_once", "sidecar"):
         "32", "--workers", "2", "--ps", "1", "--steps", "8", "--evaluation", _style)
 
 
-def _ps(*argv):
-    """``simdist ps``: TF1 between-graph training on parameter servers."""
-    def run(path):
-        from simdist.commands.cli import main
-
-        with contextlib.redirect_stdout(io.StringIO()):
-            code = main(["ps", *argv, "--trace", str(path)])
-        assert code == 0, f"simdist ps {' '.join(argv)} exited {code}"
-    return run
-
-
-CASES["ps_sync_backup"] = _ps("--mode", "sync", "--workers", "3", "--replicas-to-aggregate",
-                              "2", "--steps", "5", "--step-us", "100,150,400")
-CASES["ps_async"] = _ps("--mode", "async", "--workers", "3", "--ps", "2", "--steps", "4")
+# simdist ps: TF1 between-graph training on parameter servers
+CASES["ps_sync_backup"] = _command("ps", "--mode", "sync", "--workers", "3",
+                                   "--replicas-to-aggregate", "2", "--steps", "5",
+                                   "--step-us", "100,150,400")
+CASES["ps_async"] = _command("ps", "--mode", "async", "--workers", "3", "--ps", "2", "--steps", "4")
 
 
 def _loader_trainer(path):
