@@ -242,7 +242,7 @@ def flow_all_reduce(ctx, record, members, value, op, options):
     what = f"{record.name} all-reduce #{instance} of {value.nbytes} B over {p} tasks{given}"
     spans = yield ctx.join_flow((record.name, group_key, instance), p,
                                 phases if rank == 0 else None, what)
-    for name, start, end in spans:
-        ctx.span("collective", f"{record.name} {name} (flow)", record.name, start, end - start,
-                 phase=name, members=p, bytes=value.nbytes)
+    for phase in spans:  # a flows.PhaseSpan each
+        ctx.span("collective", f"{record.name} {phase.name} (flow)", record.name, phase.start,
+                 phase.end - phase.start, phase=phase.name, members=p, bytes=value.nbytes)
     return value

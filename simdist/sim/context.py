@@ -13,11 +13,11 @@ from collections import deque
 import numpy as np
 
 from simdist.hardware.cluster import ClusterSpec, ClusterSpecError, TaskId, UnknownTaskError, chief_task
-from simdist.sim.core import DELIVERY, PENDING, Environment, Event, Timeout
+from simdist.sim.core import PENDING, Environment, Event, Timeout
 from simdist.hardware.devices import Hardware
 from simdist.base.errors import InvalidArgumentError, brief
 from simdist.sim.flows import FlowJoin
-from simdist.sim.network import MessageHeader, new_header
+from simdist.sim.network import MessageHeader, flow_id, new_header
 from simdist.sim.payloads import Message, Phantom, describe_payload, payload_nbytes, rebuild_payload
 from simdist.sim.resources import Ports
 from simdist.trace.schema import Tracer
@@ -231,7 +231,7 @@ class TaskContext:
         head = self.env.event(order=self.order)
         head.callbacks.append(lambda event: arrived(
             start, ser, *self._ports.receive(dst_port, self.env.now, ser)))
-        self.env.schedule_at(head, head_time, DELIVERY, (self.order << 40) | seq)
+        head.succeed_at(head_time, self.order, seq)
 
     def _device_head_arrived(self, header: MessageHeader, payload, tx_start: int, ser: int,
                              start: int, arrival: int):
@@ -244,7 +244,7 @@ class TaskContext:
                     "queued_ns": start - head + tx_start - header.sent_at}
             self.span(src_lane, f"send {tag} → device {dst_dev}", "send", tx_start, ser, **args)
             self.span(dst_lane, f"recv {tag} ← device {src_dev}", "recv", start, ser, **args)
-            self.tracer.flow(self.name, ((self.order + 1) << 32) | header.seq, tag, "message",
+            self.tracer.flow(self.name, flow_id(self.order + 1, header.seq), tag, "message",
                              self.name, src_lane, tx_start, self.name, dst_lane, arrival,
                              {"bytes": header.nbytes, "sent_at_ns": header.sent_at,
                               "link": link.name})
@@ -279,12 +279,13 @@ class TaskContext:
     def landing_buffer(self, header: MessageHeader):
         """The ``into`` buffer of the one waiting receive this message will complete, if it
         gave one that fits the payload (a single array of the same dtype and shape)."""
-        _, src, _, _, tag, _, desc, src_dev, dst_dev = header
+        desc = header.desc
         if desc[0] != "array":
             return None
+        src, tag = self._names[header.src], header.tag
         waiting = [w for w in self._waiting
-                   if w.src == self._names[src] and w.tag == tag and w.device == dst_dev
-                   and w.src_device in (None, src_dev)]
+                   if w.src == src and w.tag == tag and w.device == header.dst_device
+                   and w.src_device in (None, header.src_device)]
         if len(waiting) != 1 or waiting[0].into is None:
             return None
         into, ((dtype, shape),) = waiting[0].into, desc[-1]
@@ -300,10 +301,10 @@ class TaskContext:
         Deliveries are ordered by (arrival, DELIVERY priority, this task, source task,
         sequence): never by when a transport learned of them.
         """
-        sent_at, src, seq, _dst, tag, nbytes, _desc, src_dev, dst_dev = header
-        msg = Message(self._names[src], self.name, tag, payload, nbytes, sent_at, arrival, seq,
-                      src_dev, dst_dev)
-        self.env.schedule_at(Delivery(self, msg), arrival, DELIVERY, (src << 40) | seq)
+        src, seq = header.src, header.seq
+        msg = Message(self._names[src], self.name, header.tag, payload, header.nbytes,
+                      header.sent_at, arrival, seq, header.src_device, header.dst_device)
+        self.env.schedule_at(Delivery(self, msg), arrival, src, seq)
 
     def _delivered(self, event: Event):
         msg = event.value
@@ -316,8 +317,8 @@ class TaskContext:
 
     def join_flow(self, key: tuple, members: int, phases: tuple | None, what: str) -> Event:
         """Join a flow-level collective (``flows.FlowModel``): an event that happens when the
-        call ends, its value (name, start, end) of each phase. ``key`` is the same on all ``members``
-        members; one of them gives the ``phases``."""
+        call ends, its value a ``flows.PhaseSpan`` of each phase. ``key`` is the same on all
+        ``members`` members; one of them gives the ``phases``."""
         event = self.env.event(desc=f"{what} (flow level, waiting for its {members} members "
                                     "and its flows)")
         self._flows[key] = event
@@ -327,10 +328,9 @@ class TaskContext:
     def flow_done_at(self, end: int, key: tuple, phases: tuple):
         """Schedule the end of a flow-level collective (called by the scheduler)."""
         event = self._flows.pop(key)
-        event._value = phases
-        # after the messages delivered at the same time (their keys are below num_tasks << 40)
+        # after the messages delivered at the same time (source num_tasks follows theirs)
         self._flows_done += 1
-        self.env.schedule_at(event, end, DELIVERY, (self.num_tasks << 40) | self._flows_done)
+        event.succeed_at(end, self.num_tasks, self._flows_done, phases)
 
     def next_instance(self, kind) -> int:
         """A per-task counter, like TF's collective instance keys: every participant of a
@@ -378,7 +378,7 @@ class Recv(Event):
     __slots__ = ("ctx", "src", "tag", "src_device", "device", "into")
 
     def __init__(self, ctx: TaskContext, src, tag, src_device=None, device=None):
-        # NOTE: Event.__init__ is inlined here for speed (one receive per message).
+        # NOTE: inlined from Event.__init__() for performance (one receive per message)
         self.env = ctx.env
         self.callbacks = []
         self._value = PENDING
@@ -410,7 +410,7 @@ class Delivery(Event):
     __slots__ = ()
 
     def __init__(self, ctx: TaskContext, msg: Message):
-        # NOTE: Event.__init__ is inlined here for speed (one delivery per message).
+        # NOTE: inlined from Event.__init__() for performance (one delivery per message)
         self.env = ctx.env
         self.callbacks = [ctx._delivered]
         self._value = msg

@@ -4,6 +4,10 @@ It plays the part TensorFlow's runtime executor plays for a real job: it decides
 Simulated time is an ``int`` of nanoseconds. Events at the same time run in a fixed order,
 (time, priority, task order, sequence), so a run never depends on the wall clock, on hash
 order or on how tasks are spread over MPI ranks. The design follows SimPy's core, kept small.
+Code outside the kernel triggers events with ``succeed``, ``succeed_at`` (a delivery at a
+later time), ``fail`` or ``fire``, and schedules an event created already triggered with
+``Environment.schedule`` or ``schedule_at``; it writes an event's fields only in an
+``Event.__init__`` inlined for speed (marked with a NOTE, as SimPy marks its own).
 """
 
 from __future__ import annotations
@@ -14,9 +18,28 @@ URGENT = 0  #: process starts, resumptions and triggered events
 DELIVERY = 1  #: message deliveries (ordered by source task and message sequence)
 NORMAL = 2  #: timeouts
 
+INFINITY = float("inf")
+
+# -- ordering keys ------------------------------------------------------------------------------
+# The queue holds (time, priority key, tie-break, event) entries and runs them in that order:
+#   priority key = priority << 32 | task order (``priority_key``): bits 32 and up hold the
+#       priority (URGENT, DELIVERY, NORMAL), bits 0-31 the order of the task the event is of;
+#   tie-break = the event's scheduling number (same-key events run in the order they were
+#       scheduled), or, for a DELIVERY event, source << 40 | sequence (``schedule_at``): bits
+#       40 and up hold the source task's order (the number of tasks for what must come after
+#       every message at that time), bits 0-39 a sequence number of that source.
 _ORDER_BITS = 32
 _ORDER_MASK = (1 << _ORDER_BITS) - 1
-INFINITY = float("inf")
+_SEQ_BITS = 40
+
+
+def priority_key(priority: int, order: int) -> int:
+    """The priority key of an event of task ``order`` (see the layout above)."""
+    return (priority << _ORDER_BITS) | order
+
+
+# a timeout's and a delivery's priority keys but the task order (``| order`` adds it: hot paths)
+_NORMAL_KEY, _DELIVERY_KEY = priority_key(NORMAL, 0), priority_key(DELIVERY, 0)
 
 
 class _Pending:
@@ -83,12 +106,24 @@ class Event:
         return self._value
 
     def succeed(self, value=None) -> Event:
+        """Trigger this event with ``value``: it happens now (URGENT)."""
         if self._value is not PENDING:
             raise RuntimeError(f"{self!r} has already been triggered")
         self._value = value
         env = self.env
+        # NOTE: inlined from Environment.schedule(self, URGENT) for performance (an URGENT
+        # event's priority key is its task order)
         env._eid = eid = env._eid + 1
-        heappush(env._queue, (env.now, self._order, eid, self))  # URGENT
+        heappush(env._queue, (env.now, self._order, eid, self))
+        return self
+
+    def succeed_at(self, time: int, source: int, seq: int, value=None) -> Event:
+        """Trigger this event with ``value`` to happen at ``time`` as a delivery numbered
+        ``seq`` by ``source`` (``Environment.schedule_at``)."""
+        if self._value is not PENDING:
+            raise RuntimeError(f"{self!r} has already been triggered")
+        self.env.schedule_at(self, time, source, seq)  # first: it refuses a time in the past
+        self._value = value
         return self
 
     def fire(self, value=None) -> Event:
@@ -113,7 +148,7 @@ class Event:
             raise TypeError(f"fail() needs an exception, got {exception!r}")
         self._ok = False
         self._value = exception
-        self.env._schedule(self, URGENT)
+        self.env.schedule(self, URGENT)
         return self
 
     def defuse(self):
@@ -129,7 +164,7 @@ class Timeout(Event):
     def __init__(self, env: Environment, delay: int, value=None):
         if not isinstance(delay, int) or delay < 0:
             raise ValueError(f"timeout delay must be an int >= 0 of nanoseconds, got {delay!r}")
-        # NOTE: Event.__init__ is inlined here for speed (a timeout is the commonest event).
+        # NOTE: inlined from Event.__init__() for performance (a timeout is the commonest event)
         self.env = env
         self.callbacks = []
         self._value = value
@@ -138,8 +173,9 @@ class Timeout(Event):
         self._order = order = env._active_order
         self.desc = None
         self.delay = delay
+        # NOTE: inlined from Environment.schedule(self, NORMAL, delay) for performance
         env._eid = eid = env._eid + 1
-        heappush(env._queue, (env.now + delay, (NORMAL << _ORDER_BITS) | order, eid, self))
+        heappush(env._queue, (env.now + delay, _NORMAL_KEY | order, eid, self))
 
     def __repr__(self):
         return self.desc or f"timeout({self.delay} ns)"
@@ -171,8 +207,7 @@ class Process(Event):
         self.daemon = daemon
         start = Event(env, "start", self._order)
         start.callbacks.append(self._resume)
-        start._value = None
-        env._schedule(start, URGENT)
+        start.succeed()
         self._target: Event | None = start
         env._live[self] = None
 
@@ -195,11 +230,9 @@ class Process(Event):
         if self is self.env.active_process:
             raise RuntimeError("a process cannot interrupt itself")
         irq = Event(self.env, "interrupt", self._order)
-        irq._ok = False
-        irq._value = Interrupt(cause)
-        irq._defused = True
         irq.callbacks.append(self._interrupted)
-        self.env._schedule(irq, URGENT)
+        irq.fail(Interrupt(cause))
+        irq.defuse()
 
     def _interrupted(self, irq: Event):
         if self._value is not PENDING:
@@ -224,14 +257,14 @@ class Process(Event):
                 self._target = None
                 del env._live[self]
                 self._value = stop.value
-                env._schedule(self, URGENT)
+                env.schedule(self, URGENT)
                 break
             except BaseException as error:
                 self._target = None
                 del env._live[self]
                 self._ok = False
                 self._value = error
-                env._schedule(self, URGENT)
+                env.schedule(self, URGENT)
                 break
             try:
                 callbacks = nxt.callbacks
@@ -311,7 +344,6 @@ class Environment:
         self._live: dict[Process, None] = {}
         self.active_process: Process | None = None
 
-
     # -- creating events --------------------------------------------------------------------
 
     def event(self, desc: str | None = None, order: int | None = None) -> Event:
@@ -344,21 +376,25 @@ class Environment:
 
     # -- scheduling -------------------------------------------------------------------------
 
-    def _schedule(self, event: Event, priority: int, delay: int = 0):
+    def schedule(self, event: Event, priority: int = NORMAL, delay: int = 0):
+        """Schedule a triggered ``event`` to happen ``delay`` ns from now with ``priority``
+        (SimPy's ``Environment.schedule``), after the events of its priority key already
+        scheduled for that time."""
         self._eid = eid = self._eid + 1
-        heappush(self._queue, (self.now + delay, (priority << _ORDER_BITS) | event._order,
-                               eid, event))
+        key = priority_key(priority, event._order)
+        heappush(self._queue, (self.now + delay, key, eid, event))
 
-    def schedule_at(self, event: Event, time: int, priority: int, key: int):
-        """Schedule ``event`` at absolute ``time`` with an explicit tie-break ``key``.
-
-        Used for message deliveries, whose order must not depend on when a transport learned
-        of them: the key is built from the source task and the message sequence number.
-        """
+    def schedule_at(self, event: Event, time: int, source: int, seq: int):
+        """Schedule a triggered ``event`` at absolute ``time`` as a DELIVERY, placed among its
+        task's deliveries at that time by ``source`` (a task order; the number of tasks to
+        come after every message) and ``seq`` (that source's number for it), never by when a
+        transport learned of it (``Event.succeed_at`` triggers and schedules at once)."""
         if time < self.now:
             raise RuntimeError(f"cannot schedule {event!r} at {time} ns, before now ({self.now})")
         self._explicit += 1
-        heappush(self._queue, (time, (priority << _ORDER_BITS) | event._order, key, event))
+        # NOTE: inlined from priority_key(DELIVERY, event._order) for performance
+        heappush(self._queue, (time, _DELIVERY_KEY | event._order, (source << _SEQ_BITS) | seq,
+                               event))
 
     def peek(self):
         """Time of the next scheduled event, or ``INFINITY``."""
@@ -381,7 +417,7 @@ class Environment:
             if callbacks is None:  # a cancelled timeout: time does not move to it
                 continue
             self.now = now
-            self._active_order = key & _ORDER_MASK
+            self._active_order = key & _ORDER_MASK  # the priority key's task order
             event.callbacks = None
             for callback in callbacks:
                 callback(event)

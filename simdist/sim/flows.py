@@ -53,6 +53,34 @@ class FlowJoin(NamedTuple):
     what: str  # the call as this member made it: every member's must be the same
 
 
+class PhaseSpan(NamedTuple):
+    """When one phase of a flow-level collective ran, in whole ns."""
+
+    name: str
+    start: int
+    end: int
+
+
+class FlowEnd(NamedTuple):
+    """A flow-level collective ending for one of its members (``FlowModel.advance``)."""
+
+    time: int  # when the call ends, ns
+    order: int  # the member's task order
+    key: tuple  # the call's key (``FlowJoin.key``)
+    phases: tuple  # a PhaseSpan for each phase of the call
+
+
+class _PendingFlow:
+    """A call whose members are still joining."""
+
+    __slots__ = ("times", "phases", "first")
+
+    def __init__(self, first: FlowJoin):
+        self.times: dict = {}  # member's task order -> when it joined
+        self.phases = None  # the plan, once the member that sends it has joined
+        self.first = first  # the first join: every other member's ``what`` must match it
+
+
 class _Phase:
     """A phase running: its ports' rates at full speed (bytes/ns) and its work left (ns)."""
 
@@ -79,7 +107,7 @@ class FlowModel:
         self._nic = {NETWORK: lambda o: ("nic", machine[o]), INTRA: lambda o: ("port", o)}
         self._bandwidth = {NETWORK: hardware.network.bandwidth / 1e9,  # bytes per ns
                            INTRA: hardware.intra_link.bandwidth / 1e9}
-        self._pending: dict = {}  # key -> [times, phases, members]
+        self._pending: dict[tuple, _PendingFlow] = {}  # by the call's key
         self._events: list = []  # (time, seq, kind, phase or flow, version)
         self._seq = 0
         self._fluid: list[_Phase] = []  # phases moving bytes now
@@ -92,22 +120,24 @@ class FlowModel:
         """Take this window's joins (every rank passes the same list in the same order); a
         call whose members have all joined starts at the last join."""
         for j in sorted(joins, key=lambda j: (j.time, j.order)):
-            times, phases, members, first = self._pending.setdefault(
-                j.key, [{}, None, j.members, j])
+            call = self._pending.get(j.key)
+            if call is None:
+                call = self._pending[j.key] = _PendingFlow(j)
+            first = call.first
             if j.what != first.what:
                 names = self.task_names
                 raise InvalidArgumentError(
                     f"{names[first.order]} called {first.what} where {names[j.order]} called "
                     f"{j.what}: every member of a collective must pass values of the same size "
                     "and the same options")
-            times[j.order] = j.time
+            call.times[j.order] = j.time
             if j.phases is not None:
-                self._pending[j.key][1] = j.phases
-            if len(times) == members and self._pending[j.key][1] is not None:
-                _, phases, _, _ = self._pending.pop(j.key)
+                call.phases = j.phases
+            if len(call.times) == first.members and call.phases is not None:
+                del self._pending[j.key]
                 self.flows += 1
-                flow = _Flow(j.key, sorted(times), phases)
-                self._begin(flow, 0, float(max(times.values())))
+                flow = _Flow(j.key, sorted(call.times), call.phases)
+                self._begin(flow, 0, float(max(call.times.values())))
 
     def _push(self, time, kind, item, version=0):
         self._seq += 1
@@ -119,9 +149,9 @@ class FlowModel:
         if index == len(flow.phases):
             self._push(start, "done", flow)
             return
-        name, duration, traffic = flow.phases[index]
+        plan = flow.phases[index]
         loads: dict = {}
-        for order, link, tx, rx in traffic:
+        for order, link, tx, rx in plan.traffic:
             port = self._nic[link](order)
             bandwidth = self._bandwidth[link]
             for direction, nbytes in ((0, tx), (1, rx)):
@@ -131,7 +161,7 @@ class FlowModel:
         work = max(loads.values(), default=0.0)  # W: the busiest port's transfer time
         rates = {port: busy / work for port, busy in loads.items()} if work else {}
         # rates: the share of each port's bandwidth the phase uses at full speed (<= 1)
-        tail = max(0.0, duration - work - self.head)
+        tail = max(0.0, plan.duration_ns - work - self.head)
         phase = _Phase(flow, index, rates, work, tail)
         self._push(start + self.head, "fluid", phase)
 
@@ -144,10 +174,9 @@ class FlowModel:
             heappop(self._events)  # a drain time that sharing has since moved
         return math.ceil(self._events[0][0]) if self._events else INFINITY
 
-    def advance(self, limit: int) -> list:
-        """Run the flows' events before ``limit``. Returns (time, task order, key, phases)
-        for each member of each call that completed, in a fixed order; phases: (name, start,
-        end) of each phase, in whole ns."""
+    def advance(self, limit: int) -> list[FlowEnd]:
+        """Run the flows' events before ``limit``. Returns a FlowEnd for each member of each
+        call that completed, in a fixed order."""
         done = []
         events = self._events
         while events and events[0][0] < limit:
@@ -164,9 +193,9 @@ class FlowModel:
             else:  # done
                 flow = item
                 ends = [math.ceil(t) for t in flow.ends]
-                spans = tuple((phase.name, ends[i], ends[i + 1])
+                spans = tuple(PhaseSpan(phase.name, ends[i], ends[i + 1])
                               for i, phase in enumerate(flow.phases))
-                done.extend((ends[-1], order, flow.key, spans) for order in flow.orders)
+                done.extend(FlowEnd(ends[-1], order, flow.key, spans) for order in flow.orders)
         return done
 
     def _share(self, now: float, add: _Phase | None = None, remove: _Phase | None = None):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from functools import partial
 from heapq import heappop, heappush
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from simdist.sim.core import INFINITY
@@ -51,8 +52,21 @@ class MessageHeader(NamedTuple):
 new_header = partial(tuple.__new__, MessageHeader)
 
 
-def _send_order(header: MessageHeader):
-    return header.sent_at, header.src, header.seq
+#: the order in which a window's messages take their senders' endpoints
+_send_order = attrgetter("sent_at", "src", "seq")
+
+
+#: the id space of the TF1 executor's Send/Recv pairs between the devices of a task
+EXECUTOR_FLOW_SPACE = 1 << 28
+
+
+def flow_id(space: int, n: int) -> int:
+    """The id of trace flow ``n`` (an arrow from a send to its receive, n < 2**32) of id
+    ``space`` (bits 32 and up), so that no two arrows of a run share an id: the network
+    numbers its messages' arrows 1, 2, ... (space 0); the transfers between the devices of
+    task o use space o + 1 (``TaskContext.transfer``), and the TF1 executor's Send/Recv pairs
+    inside a task ``EXECUTOR_FLOW_SPACE``."""
+    return (space << 32) | n
 
 
 class Network:
@@ -63,7 +77,9 @@ class Network:
         self.task_names = task_names
         self.tracer = tracer
         self._ports = Ports()
-        self._heads: list = []  # (head time, dst order, src order, seq, message header)
+        # a heap of (first bit's arrival, dst order, src order, seq, message header,
+        # egress start, serialization ns)
+        self._heads: list = []
         self._flow_ids = 0
         # as many records as all the tasks together (it records all their messages)
         self._out = tracer.stream(NETWORK_STREAM, len(task_names)) if tracer.enabled else None
@@ -90,14 +106,14 @@ class Network:
         """Serialize newly sent messages on their senders' endpoints, in (time, source, seq)."""
         ports, heads, out = self._ports, self._heads, self._out
         for header in sorted(headers, key=_send_order):
-            sent_at, src, seq, dst, tag, nbytes = header[:6]
+            src, dst, nbytes = header.src, header.dst, header.nbytes
             link, crosses, endpoint, _ = self._route(src, dst)
-            start, ser, head = ports.send(endpoint, link, sent_at, nbytes)
+            start, ser, head = ports.send(endpoint, link, header.sent_at, nbytes)
             if crosses and ser and out is not None:
                 out.span(nic_name(endpoint[1]), "egress",
                          f"{self.task_names[src]} → {self.task_names[dst]}", "network", start,
-                         ser, {"bytes": nbytes, "tag": str(tag)})
-            heappush(heads, (head, dst, src, seq, header, start, ser))
+                         ser, {"bytes": nbytes, "tag": str(header.tag)})
+            heappush(heads, (head, dst, src, header.seq, header, start, ser))
 
     def next_time(self):
         """When the next message's first bit reaches its receiver, or the next flow event
@@ -127,10 +143,10 @@ class Network:
     def _record(self, header, link, crosses, endpoint, tx_start, rx_start, head, arrival):
         """Trace one message: NIC spans, the sender's and receiver's transfer spans, a flow."""
         out = self._out
-        sent_at, src, seq, dst, tag, nbytes = header[:6]
-        src_name, dst_name = self.task_names[src], self.task_names[dst]
+        sent_at, nbytes = header.sent_at, header.nbytes
+        src_name, dst_name = self.task_names[header.src], self.task_names[header.dst]
         ser = arrival - rx_start
-        tag = str(tag)
+        tag = str(header.tag)
         if crosses and ser:
             out.span(nic_name(endpoint[1]), "ingress", f"{src_name} → {dst_name}", "network",
                      rx_start, ser, {"bytes": nbytes, "tag": tag, "queued_ns": rx_start - head})

@@ -18,6 +18,7 @@ done once, in one place, and shows up in a deadlock report with what is waited o
 from __future__ import annotations
 
 from collections import deque
+from typing import NamedTuple
 
 from simdist.sim.core import Environment, Event
 from simdist.base.errors import CancelledError, OutOfRangeError
@@ -55,6 +56,24 @@ class Pool:
             self.release()
 
 
+class _Put(NamedTuple):
+    """A put waiting in a ``Store``: its event and the items not yet in (taken from the
+    front as room comes)."""
+
+    event: Event
+    items: deque
+
+
+class _Get(NamedTuple):
+    """A get waiting in a ``Store``: its event, how many items it wants (``up_to``: or fewer
+    once the store is closed) and the items it has taken so far."""
+
+    event: Event
+    n: int
+    up_to: bool
+    taken: list
+
+
 class Store:
     """Items in a bounded buffer; requests are served strictly in the order they came.
 
@@ -77,8 +96,8 @@ class Store:
         self.capacity, self.name = capacity, name
         self.items: deque = deque()
         self.closed = False
-        self._puts: deque[list] = deque()  # [event, items not yet in]
-        self._gets: deque[list] = deque()  # [event, n, up_to, items taken so far]
+        self._puts: deque[_Put] = deque()
+        self._gets: deque[_Get] = deque()
 
     def __len__(self) -> int:
         return len(self.items)
@@ -88,29 +107,29 @@ class Store:
         event = env.event(desc=f"put into {self.name}")
         if self.closed:
             return event.fail(self._closed_error())
-        self._puts.append([event, deque(items)])
+        self._puts.append(_Put(event, deque(items)))
         self._dispatch()
         return event
 
     def get(self, env: Environment, n: int = 1, up_to: bool = False) -> Event:
         self._forget_other_simulations(env)
         event = env.event(desc=f"get {n} from {self.name}")
-        self._gets.append([event, n, up_to, []])
+        self._gets.append(_Get(event, n, up_to, []))
         self._dispatch()
         return event
 
     def close(self, cancel_pending_puts: bool = False):
         self.closed = True
         if cancel_pending_puts:
-            for event, _ in self._puts:
-                event.fail(self._cancelled_error())
+            for put in self._puts:
+                put.event.fail(self._cancelled_error())
             self._puts.clear()
         self._dispatch()
 
     def _forget_other_simulations(self, env):
         for queue in (self._puts, self._gets):
-            if queue and queue[0][0].env is not env:
-                kept = [entry for entry in queue if entry[0].env is env]
+            if queue and queue[0].event.env is not env:
+                kept = [request for request in queue if request.event.env is env]
                 queue.clear()
                 queue.extend(kept)
 
@@ -131,16 +150,16 @@ class Store:
     def cancel(self, event: Event, error: BaseException):
         """Withdraw a waiting put or get and fail it with ``error``."""
         for queue in (self._puts, self._gets):
-            for entry in queue:
-                if entry[0] is event:
-                    queue.remove(entry)
+            for request in queue:
+                if request.event is event:
+                    queue.remove(request)
                     event.fail(error)
                     self._dispatch()
                     return
 
     def fail_waiters(self, error: BaseException):
         """Fail every waiting put and get with ``error`` (the task holding the store died)."""
-        waiting = [entry[0] for entry in list(self._puts) + list(self._gets)]
+        waiting = [request.event for request in list(self._puts) + list(self._gets)]
         self._puts.clear()
         self._gets.clear()
         for event in waiting:
@@ -156,18 +175,18 @@ class Store:
         while progress:
             progress = False
             while self._puts and len(self.items) < self.capacity:
-                event, pending = self._puts[0]
-                while pending and len(self.items) < self.capacity:
-                    self.items.append(pending.popleft())
+                put = self._puts[0]
+                while put.items and len(self.items) < self.capacity:
+                    self.items.append(put.items.popleft())
                     progress = True
-                if pending:
+                if put.items:
                     break
                 self._puts.popleft()
-                event.succeed()
+                put.event.succeed()
             if self._gets:
                 event, n, up_to, taken = self._gets[0]
                 remaining, available = n - len(taken), self._available()
-                puts_pending = any(pending for _, pending in self._puts)
+                puts_pending = any(put.items for put in self._puts)
                 if remaining > available and self.closed and not (up_to and puts_pending):
                     # TF's order: the error names what is still asked for and the size
                     # before the taken items go back; up_to then takes all there is

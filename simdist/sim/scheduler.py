@@ -15,6 +15,7 @@ import contextlib
 import gc
 import warnings
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from simdist.hardware.cluster import ClusterSpec, task_to_rank
 from simdist.sim.context import TaskContext
@@ -48,6 +49,28 @@ class SimulationResult:
     flows: int = 0  # flow-level collectives run (fidelity "flow")
     #: the trace holds only the records before this time (its cap was reached), or None
     trace_cut_ns: int | None = None
+
+
+class WindowReport(NamedTuple):
+    """What one rank tells every other at the end of a window (the window's allgather)."""
+
+    headers: list  # a MessageHeader for each message its tasks sent in the window
+    next_time: int | float  # when its next event happens (INFINITY: none is scheduled)
+    live: int  # its processes started and not ended (daemons included)
+    now: int  # its simulated time
+    events: int  # the events it has scheduled so far
+    out_of_time: bool  # its run has taken longer than ``RunLimits`` allow (wall clock)
+    joins: list  # a FlowJoin for each flow-level collective its tasks joined
+
+
+class RankResult(NamedTuple):
+    """What one rank hands rank 0 when the run has ended (``Simulation.result``)."""
+
+    streams: dict  # its tasks' trace records, by stream
+    returns: dict  # its tasks' return values, by task name
+    events: int  # the events it scheduled
+    end_time: int  # its simulated time at the end
+    cuts: dict  # where its capped trace streams were cut (``Tracer.cuts``)
 
 
 class TraceCapWarning(UserWarning):
@@ -167,33 +190,35 @@ class Simulation:
         while until is None or not until.processed:
             sent, outbox[:] = list(outbox), []
             joined, joins[:] = list(joins), []
-            info = transport.allgather(([m[0] for m in sent], env.peek(), env.live_processes,
-                                        env.now, env.events_scheduled,
-                                        out_of_time is not None and out_of_time(), joined))
+            info = transport.allgather(WindowReport(
+                [m[0] for m in sent], env.peek(), env.live_processes, env.now,
+                env.events_scheduled, out_of_time is not None and out_of_time(), joined))
             _move_payloads(transport, sent, info, self.rank_of, payloads, contexts)
-            network.egress([h for headers, *_ in info for h in headers])
-            if any(i[6] for i in info):
-                network.flows.join([j for i in info for j in i[6]])
-            start = min(min(i[1] for i in info), network.next_time())
+            network.egress([h for report in info for h in report.headers])
+            if any(report.joins for report in info):
+                network.flows.join([j for report in info for j in report.joins])
+            start = min(min(report.next_time for report in info), network.next_time())
+            live = sum(report.live for report in info)
             if start == INFINITY:
-                if sum(i[2] for i in info):  # processes still live: a deadlock unless daemons
+                if live:  # processes still live: a deadlock unless daemons
                     _raise_deadlock(transport, env, info, self.names)
                 break
             if limits is not None:  # every rank sees the same numbers: all stop together
-                events = sum(i[4] for i in info)
-                reached = limits.reached(events, start, any(i[5] for i in info))
+                events = sum(report.events for report in info)
+                reached = limits.reached(events, start,
+                                         any(report.out_of_time for report in info))
                 if reached:
                     raise RunLimitError(reached, events, start, self.windows, network.messages,
-                                        sum(i[2] for i in info))
+                                        live)
             limit = start + self.window
             for arrival, header in network.ingress(limit):
                 ctx = contexts.get(header.dst)
                 if ctx is not None:
                     ctx.deliver_at(arrival, header, payloads.pop((header.src, header.seq)))
-            for end, order, key, ends in network.flows.advance(limit):
-                ctx = contexts.get(order)
+            for done in network.flows.advance(limit):
+                ctx = contexts.get(done.order)
                 if ctx is not None:
-                    ctx.flow_done_at(end, key, ends)
+                    ctx.flow_done_at(done.time, done.key, done.phases)
             env.run_until(limit)
             self.windows += 1
 
@@ -202,23 +227,25 @@ class Simulation:
         env, network, transport, names = self.env, self.network, self.transport, self.names
         me = transport.rank
         returns = {names[o]: p.value for o, p in self.procs.items()}
-        parts = transport.gather((self.tracer.streams, returns, env.events_scheduled, env.now,
-                                  self.tracer.cuts()))
-        result = SimulationResult(None, env.now, returns, env.events_scheduled, self.windows,
-                                  network.messages, network.bytes_sent, transport.name,
-                                  transport.size, me, self.fidelity, network.flows.flows)
+        parts = transport.gather(RankResult(self.tracer.streams, returns, env.events_scheduled,
+                                            env.now, self.tracer.cuts()))
+        result = SimulationResult(
+            trace=None, end_time=env.now, returns=returns, events=env.events_scheduled,
+            windows=self.windows, messages=network.messages, bytes_sent=network.bytes_sent,
+            transport=transport.name, ranks=transport.size, rank=me, fidelity=self.fidelity,
+            flows=network.flows.flows)
         if me != 0:
             return result
         streams: dict = {}
-        for part_streams, part_returns, _, _, part_cuts in parts:
-            streams.update(part_streams)
-            if part_cuts:
-                cut = min(part_cuts.values())
+        for part in parts:
+            streams.update(part.streams)
+            if part.cuts:
+                cut = min(part.cuts.values())
                 result.trace_cut_ns = min(cut, result.trace_cut_ns or cut)
-        result.returns = {n: r for part in parts for n, r in part[1].items()}
+        result.returns = {n: r for part in parts for n, r in part.returns.items()}
         result.returns = {n: result.returns[n] for n in names}
-        result.events = sum(p[2] for p in parts)
-        result.end_time = max(p[3] for p in parts)
+        result.events = sum(part.events for part in parts)
+        result.end_time = max(part.end_time for part in parts)
         if self.trace:
             result.trace = self.build_trace(streams, result.end_time, result.trace_cut_ns)
             if result.trace_cut_ns is not None:
@@ -253,10 +280,10 @@ def _move_payloads(transport, sent, info, rank_of, payloads, contexts):
         else:
             outgoing.append((dst_rank, (header.src, header.seq), arrays))
     incoming, descs = [], {}
-    for src_rank, (headers, *_) in enumerate(info):
+    for src_rank, report in enumerate(info):
         if src_rank == me:
             continue
-        for h in headers:
+        for h in report.headers:
             if rank_of[h.dst] == me:
                 # (dtype, shape) of each array, and where the one array may land
                 incoming.append((src_rank, (h.src, h.seq), h.desc[-1],
@@ -274,4 +301,4 @@ def _raise_deadlock(transport, env, info, names):
         return
     order = {n: i for i, n in enumerate(names)}
     blocked.sort(key=lambda b: (order.get(b[0].split("/")[0], len(order)), b[0]))
-    raise SimulationDeadlock(max(i[3] for i in info), blocked)
+    raise SimulationDeadlock(max(report.now for report in info), blocked)

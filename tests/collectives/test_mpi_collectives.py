@@ -30,6 +30,7 @@ def test_a_landing_buffer_is_used_only_for_the_one_receive_it_fits():
     import numpy as np
 
     from simdist import simulate
+    from simdist.sim.network import MessageHeader
 
     seen = {}
 
@@ -40,7 +41,7 @@ def test_a_landing_buffer_is_used_only_for_the_one_receive_it_fits():
             return None
         wrong_shape = np.zeros(3, np.float32)
         recv = ctx.recv(0, "t", into=wrong_shape)
-        header = (0, 0, 1, 1, "t", 16, ("array", (("<f4", (4,)),)), None, None)
+        header = MessageHeader(0, 0, 1, 1, "t", 16, ("array", (("<f4", (4,)),)), None, None)
         seen["wrong shape"] = ctx.landing_buffer(header)
         recv.into = buf = np.zeros(4, np.float32)
         seen["fits"] = ctx.landing_buffer(header) is buf

@@ -199,3 +199,40 @@ def test_run_until_is_exclusive_and_keeps_later_events():
     assert env.peek() == 20
     env.run()
     assert log == [10, 20, 30]
+
+
+def test_deliveries_run_by_task_then_source_then_number_and_before_timeouts():
+    env = Environment()
+    log = []
+    timeout = env.timeout(5)  # NORMAL, task 0
+    timeout.callbacks.append(lambda event: log.append("timeout"))
+
+    def deliver(name, order, source, seq):
+        event = env.event(order=order)
+        event.callbacks.append(lambda event: log.append(event.value))
+        event.succeed_at(5, source, seq, name)
+
+    # scheduled out of order: the kernel's keys put them in order
+    deliver("task 1, from 0 #2", 1, 0, 2)
+    deliver("task 0, after every message", 0, 3, 1)
+    deliver("task 0, from 1 #0", 0, 1, 0)
+    deliver("task 0, from 0 #7", 0, 0, 7)
+    deliver("task 0, from 0 #(2**40 - 1)", 0, 0, 2**40 - 1)
+    env.run()
+    assert log == ["task 0, from 0 #7", "task 0, from 0 #(2**40 - 1)", "task 0, from 1 #0",
+                   "task 0, after every message", "task 1, from 0 #2", "timeout"]
+    assert env.now == 5
+
+
+def test_succeed_at_refuses_the_past_and_a_second_trigger():
+    env = Environment()
+    env.run(until=10)
+    late = env.event()
+    with pytest.raises(RuntimeError, match="before now"):
+        late.succeed_at(9, 0, 1, "late")
+    assert not late.triggered  # still pending: it may be triggered at a time to come
+    late.succeed_at(10, 0, 1, "on time")
+    with pytest.raises(RuntimeError, match="already been triggered"):
+        late.succeed_at(11, 0, 2)
+    env.run()
+    assert late.value == "on time" and late.processed

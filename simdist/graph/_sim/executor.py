@@ -25,6 +25,7 @@ import numpy as np
 from simdist.hardware.device_spec import DeviceSpec
 from simdist.sim.core import Interrupt
 from simdist.base.errors import CancelledError, DeadlineExceededError, OutOfRangeError, UnavailableError
+from simdist.sim.network import EXECUTOR_FLOW_SPACE, flow_id
 from simdist.sim.payloads import Phantom
 from simdist.sim.resources import Pool
 from simdist.graph.graph import Tensor
@@ -346,8 +347,9 @@ class Executor:
             ctx.span(dst_lane, f"Recv {tensor.name}", "recv", start, arrival - start,
                      bytes=nbytes, link=link.name, src=src)
             tag = self.tags.setdefault((tensor, dst), len(self.tags))
-            ctx.tracer.flow(ctx.name, (1 << 60) | tag, f"{tensor.name}", "message", ctx.name,
-                            src_lane, start, ctx.name, dst_lane, arrival, {"bytes": nbytes})
+            ctx.tracer.flow(ctx.name, flow_id(EXECUTOR_FLOW_SPACE, tag), f"{tensor.name}",
+                            "message", ctx.name, src_lane, start, ctx.name, dst_lane, arrival,
+                            {"bytes": nbytes})
             ctx.timeout(arrival - ctx.now).callbacks.append(lambda event: delivered())
 
         def delivered():
