@@ -12,7 +12,8 @@ from collections import deque
 
 import numpy as np
 
-from simdist.hardware.cluster import ClusterSpec, ClusterSpecError, TaskId, UnknownTaskError, chief_task
+from simdist.hardware.cluster import (ClusterSpec, ClusterSpecError, TaskId, UnknownTaskError,
+                                      chief_task)
 from simdist.sim.core import PENDING, Environment, Event, Timeout
 from simdist.hardware.devices import Hardware
 from simdist.base.errors import InvalidArgumentError, brief

@@ -24,7 +24,8 @@ import numpy as np
 
 from simdist.hardware.device_spec import DeviceSpec
 from simdist.sim.core import Interrupt
-from simdist.base.errors import CancelledError, DeadlineExceededError, OutOfRangeError, UnavailableError
+from simdist.base.errors import (CancelledError, DeadlineExceededError, OutOfRangeError,
+                                 UnavailableError)
 from simdist.sim.network import EXECUTOR_FLOW_SPACE, flow_id
 from simdist.sim.payloads import Phantom
 from simdist.sim.resources import Pool
