@@ -148,7 +148,7 @@ def _strict_index(index):  # the old rule: a string index is an error
     ("devices", (DeviceSpec, "to_string"), lambda self: "/device:CPU:0"),
     ("merges", (DeviceSpec, "make_merged_spec"), lambda self, other: self),
     ("clusters", (ClusterSpec, "__repr__"), lambda self: f"ClusterSpec({self.as_dict()!r})"),
-    ("tf_configs", ("simdist.hardware.cluster._task_index",), _strict_index),
+    ("tf_configs", ("simdist.hardware.tf_config._task_index",), _strict_index),
     ("chiefs", (TFConfig, "is_chief"), property(lambda self: self.task_type == "chief")),
     ("datasets", (Strategy, "distribute_datasets_from_function"),
      lambda self, fn: iter(())),
