@@ -21,9 +21,11 @@ from simdist.graph._sim.clients import current_client
 from simdist.graph._sim.world import world_of
 from simdist.graph.config import ConfigProto
 from simdist.graph._sim.executor import Executor
+from simdist.graph._sim.master import Master
 from simdist.graph.graph import Graph, Operation, Tensor, format_shape, get_default_graph
 from simdist.graph.indexed_slices import IndexedSlices, IndexedSlicesValue
 from simdist.graph.placement import Placer
+from simdist.graph.run_metadata import RunOptions, StepStats
 from simdist.graph._sim.runtime import Machine, TaskRuntime
 from simdist.graph.server import connect
 from simdist.graph.variables import Variable
@@ -75,6 +77,7 @@ class Session:
         self.hardware = self.runtimes[self.default_task].machine.hardware
         self._placer = Placer(self.runtimes, default_task, self.config.allow_soft_placement,
                               self.config.log_device_placement)
+        self.master = Master(self.default_task)  # TF's master session of this session
         self.closed = False
         self._last = threading.local()  # each thread (a queue runner's too) sees its own
         self.run_count = 0
@@ -95,11 +98,15 @@ class Session:
         targets = [leaf for leaf in leaves if isinstance(leaf, Operation)]
         ops = self._needed(tensors, targets, feeds)
         self._check_runtimes()
+        options = _run_options(options)
         placement = self._placer.place(self.graph.get_operations())
         client = current_client()
-        executor = Executor(ops, placement, self.runtimes, feeds, [t for t in tensors],
-                            self.config.operation_timeout_in_ms,
-                            daemon=client is not None and client.daemon)
+        plan = self.master.client_graph(ops, placement, list(feeds), tensors, targets,
+                                        self.runtimes[self.default_task].devices()[0])
+        stats = StepStats() if options.trace_level > RunOptions.NO_TRACE else None
+        executor = Executor(plan, self.runtimes, feeds, [t for t in tensors],
+                            options.timeout_in_ms or self.config.operation_timeout_in_ms,
+                            daemon=client is not None and client.daemon, step_stats=stats)
         world = self.world()
         in_client = client is not None
         if in_client and client.world is not world:
@@ -118,7 +125,8 @@ class Session:
             client.task = client.task or self.default_task
             client.run = executor
         try:
-            world.wait(executor.start(world.tasks))
+            self.master.steps += 1
+            world.wait(executor.start(world.tasks, self.master.steps))
         finally:
             if in_client:
                 client.run = None
@@ -127,7 +135,10 @@ class Session:
             raise executor.error
         self.run_count += 1
         if run_metadata is not None:
-            run_metadata.step_stats = self.last_run.trace
+            if stats is not None:
+                run_metadata.step_stats = stats
+            if options.output_partition_graphs:
+                run_metadata.partition_graphs = list(plan.partition_graphs)
         values = self.last_run.values
         return build([_value(leaf, values) for leaf in leaves])
 
@@ -257,6 +268,15 @@ class Session:
         for runtime in self.runtimes.values():
             if runtime is None or runtime.closed:
                 raise UnavailableError("a server of this session's cluster was stopped")
+
+
+def _run_options(options) -> RunOptions:
+    if options is None:
+        return RunOptions()
+    if not isinstance(options, RunOptions):
+        raise InvalidArgumentError(f"Session.run options={options!r}: expected a "
+                                   "tf.RunOptions")
+    return options
 
 
 def _aborted(session) -> AbortedError:

@@ -98,7 +98,10 @@ def test_a_blocked_take_waits_for_another_clients_put(cluster):
     assert consumer_run.end_time >= producer_run.end_time > 0  # ... the take waited the put
     wait = [s for s in result.trace.spans if s.cat == "wait"]
     assert [(s.pid, s.lane, s.name) for s in wait] == [("ps:0", "CPU:0 waits", "take")]
-    assert wait[0].start == 0 and wait[0].end >= producer_run.end_time - 1_000_000
+    # the take starts when the consumer's RunGraph request reaches ps:0, one network hop in
+    graph_runs = [s for s in result.trace.spans if s.pid == "ps:0" and s.lane == "RunGraph"]
+    assert 0 < wait[0].start == min(s.start for s in graph_runs) < 100_000
+    assert wait[0].end >= producer_run.end_time - 1_000_000
     assert threading.active_count() == threads  # every client thread has ended
 
 
@@ -114,7 +117,7 @@ def test_a_take_nobody_serves_is_a_deadlock_report_not_a_hang(cluster):
     with pytest.raises(SimulationDeadlock) as error:
         tf.simulate_clients({"consumer": consumer})
     text = str(error.value)
-    assert "client consumer waits on all_of(" in text
+    assert "client consumer waits on process worker:0/RunGraph (worker:0 step 1)" in text
     assert "ps:0/take (TestMailboxTake) waits on get 1 from mailbox on /job:ps" in text
     assert threading.active_count() == threads
 

@@ -164,7 +164,7 @@ def test_two_device_graph_shows_send_recv_with_the_link_time():
     assert (send.lane, recv.lane, mm.lane) == ("CPU:0 send", "GPU:0 recv", "GPU:0")
     assert send.dur == link.serialization_ns(256 * 256 * 4)
     assert recv.start + recv.dur == send.start + link.latency_ns + send.dur == mm.start
-    assert [f.name for f in trace.flows] == ["x:0"]
+    assert [f.name for f in trace.flows] == ["x:0", "y:0"]  # y is fetched to the client CPU
 
 
 def _two_branch_graph():

@@ -29,9 +29,11 @@ from simdist.base.errors import (CancelledError, DeadlineExceededError, OutOfRan
 from simdist.sim.network import EXECUTOR_FLOW_SPACE, flow_id
 from simdist.sim.payloads import Phantom
 from simdist.sim.resources import Pool
-from simdist.graph.graph import Tensor
 from simdist.graph.registry import REF_INPUT_OPS, op_def
 from simdist.graph.variables import Ref
+
+#: the bytes of a RunGraph request or response without tensors (the RPC's header)
+RPC_BYTES = 64
 
 
 class SimTasks:
@@ -87,116 +89,145 @@ class SessionRun:
 class Executor:
     """Runs ``ops`` (topologically sorted, all placed) once."""
 
-    def __init__(self, ops, placement, runtimes, feeds, fetches, timeout_ms: int = 0,
-                 daemon: bool = False):
-        self.ops, self.placement, self.runtimes = ops, placement, runtimes
+    def __init__(self, graph, runtimes, feeds, fetches, timeout_ms: int = 0,
+                 daemon: bool = False, step_stats=None):
+        self.graph = graph  # the master's ClientGraph of this kind of run (master.py)
+        self.ops, self.placement, self.runtimes = graph.ops, graph.placement, runtimes
+        self.client = graph.client_device
+        self.step_stats = step_stats  # a StepStats to fill (RunOptions.trace_level), or None
         self.daemon = daemon  # a run of a daemon thread: it may be left waiting at the end
         self.feeds, self.fetches = feeds, fetches
         self.timeout_ns = timeout_ms * 1_000_000  # ConfigProto.operation_timeout_in_ms
         self.tags: dict = {}
         self.values: dict = {}
         self.state = None
-        self.run_id = None  # the run's number in its world: it tags its messages
+        self.step = None  # "master step N": the run's step id, in its messages' tags
         self.procs: list = []  # every process of the run
         self.blocking: dict = {}  # op process -> the KernelContext of its waiting kernel
         self.error = None  # the first error of the run, raised by the session
 
-    def start(self, tasks: SimTasks):
-        """Start this run inside a running simulation; returns the event of its end."""
+    def start(self, tasks: SimTasks, step: int):
+        """Start this run inside a running simulation (``step``: its number at its master);
+        returns the event of its end: the master has every worker's RunGraph response."""
         self.tasks = tasks
-        tasks.runs += 1
-        self.run_id = tasks.runs
-        contexts = [tasks.contexts[name] for name in self.runtimes]
-        self.start_time = contexts[0].now
-        procs = [ctx.process(self._main(ctx), name=f"Session.run {self.run_id}",
-                             daemon=self.daemon) for ctx in contexts]
-        return contexts[0].env.all_of(procs)
+        self.step = f"{self.graph.master} step {step}"
+        self.start_time = tasks.contexts[self.graph.master].now
+        procs = [tasks.contexts[name].process(self._run_graph(tasks.contexts[name]),
+                                              name=f"RunGraph ({self.step})",
+                                              daemon=self.daemon)
+                 for name in self.graph.tasks]
+        return procs[0]
 
     def finish(self, trace=None) -> SessionRun:
         """The result of the run, once it has ended (``trace``: what happened meanwhile); a
         failed run has no values (the session raises ``error``)."""
         values = {} if self.error is not None else {t: self._value_of(t) for t in self.fetches}
         peak = {d: a.peak for rt in self.runtimes.values() for d, a in rt.allocators.items()}
-        end = self.tasks.contexts[next(iter(self.runtimes))].now
+        end = self.tasks.contexts[self.graph.master].now
         return SessionRun(values, trace, self.start_time, end, peak)
 
     def _value_of(self, tensor):
         if tensor in self.feeds:
             return self.feeds[tensor]
-        value = self.values[(tensor, self.placement[tensor.op])]
+        value = self.values[(tensor, self.client)] if self.placement[tensor.op] == self.client \
+            else self.received[self.graph.input_edge(tensor, self.client, None)]
         return value.read(tensor.op) if isinstance(value, Ref) else value
 
     # -- the simulated program of every task ------------------------------------------------
 
     def _setup(self, env):
         self.done = {op: env.event(desc=f"op {op.name}") for op in self.ops}
-        self.arrived: dict = {}
         self.pending_uses: dict = {}
-        needed = set(self.ops)
-        self.remote_in: dict = {name: [] for name in self.runtimes}
         for op in self.ops:
-            device = self.placement[op]
             for t in op.inputs:
-                if t in self.feeds:
-                    continue
-                src = self.placement[t.op]
-                key = (t, src)
-                self.pending_uses[key] = self.pending_uses.get(key, 0) + 1
-                if src != device and (t, device) not in self.arrived:
-                    self.arrived[(t, device)] = env.event(desc=f"Recv {t.name} on {device}")
-                    if _task(src) != _task(device):
-                        self.remote_in[_task(device)].append((t, src, device))
-            for c in op.control_inputs:
-                if c in needed and _task(self.placement[c]) != _task(device) \
-                        and (c, _task(device)) not in self.arrived:
-                    self.arrived[(c, _task(device))] = env.event(desc=f"control {c.name}")
-                    self.remote_in[_task(device)].append((c, self.placement[c], device))
+                if t not in self.feeds:
+                    key = (t, self.placement[t.op])
+                    self.pending_uses[key] = self.pending_uses.get(key, 0) + 1
+        self.arrived = {e: env.event(desc=f"Recv {e.tensor_name}") for e in self.graph.edges}
+        self.received: dict = {}  # edge -> the value its _Recv got
+        self.remote_in: dict = {}  # task -> the edges that reach it from another task
+        for e in self.graph.edges:
+            if e.crosses_tasks:
+                self.remote_in.setdefault(_task(e.dst_device), []).append(e)
         self.state = env
 
-    def _main(self, ctx):
+    def _run_graph(self, ctx):
+        """One task's part of the step: a worker waits for the master's RunGraph request,
+        runs its partitions and answers; the master sends the requests, runs its own
+        partitions (and the client's feeds and fetches) and waits for every answer."""
+        master, workers = self.graph.master, self.graph.tasks[1:]
+        tag = f"RunGraph ({self.step})"
+        if ctx.name == master:
+            for task in workers:
+                ctx.send(task, tag, Phantom(RPC_BYTES))
+        else:
+            yield ctx.recv(master, tag)
+        start = ctx.now
         if self.state is None:
             self._setup(ctx.env)
-        procs = [ctx.process(self._guarded(self._recv(ctx, item, src, dst)),
-                             name=f"Recv {item.name}", daemon=self.daemon)
-                 for item, src, dst in self.remote_in[ctx.name]]
+        yield from self._partitions(ctx)
+        ctx.span("RunGraph", f"RunGraph {self.step}", "partition", start, ctx.now - start,
+                 devices=", ".join(_lane(d) for d in self.graph.devices()
+                                   if _task(d) == ctx.name))
+        answer = f"RunGraph response ({self.step})"
+        if ctx.name != master:
+            ctx.send(master, answer, Phantom(RPC_BYTES))
+            return
+        for task in workers:
+            yield ctx.recv(task, answer)
+
+    def _partitions(self, ctx):
+        """Run the partitions of ``ctx``'s task: a process per op and per Recv."""
+        procs = [ctx.process(self._guarded(self._recv(ctx, e)), name=e.recv_name,
+                             daemon=self.daemon) for e in self.remote_in.get(ctx.name, [])]
         procs += [ctx.process(self._guarded(self._run_op(ctx, op)), name=op.name,
                               daemon=self.daemon)
                   for op in self.ops if _task(self.placement[op]) == ctx.name]
         self.procs += procs
+        if ctx.name == self.graph.master:
+            for t, value in self.feeds.items():  # the client's _Recv nodes: the fed values
+                self.values[(t, self.client)] = value
+                self._send_edges(ctx, t, self.client)
         if procs:
             yield ctx.env.all_of(procs)
+        if ctx.name == self.graph.master and self.error is None:  # the fetches' _Send nodes
+            fetched = [self.arrived[e] for t in self.fetches
+                       if (e := self.graph.edge_to.get((t, self.client, None))) is not None]
+            if fetched:
+                yield ctx.env.all_of(fetched)
 
-    def _tag(self, item, dst) -> str:
-        return f"{item.name} -> {dst} (run {self.run_id})"
+    def _tag(self, edge) -> str:
+        return f"{edge.tensor_name} ({self.step})"
 
-    def _recv(self, ctx, item, src, dst):
-        is_tensor = isinstance(item, Tensor)
-        msg = yield ctx.recv(_task(src), self._tag(item, dst if is_tensor else _task(dst)))
-        if is_tensor:
+    def _recv(self, ctx, edge):
+        """A ``_Recv`` of a tensor (or a control edge) from another task."""
+        msg = yield ctx.recv(_task(edge.src_device), self._tag(edge))
+        if not edge.control:
+            item, dst = edge.item, edge.dst_device
             value = msg.payload if not isinstance(msg.payload, Phantom) else \
-                self.values[(item, src)]
-            self.values[(item, dst)] = value
+                self.values[(item, edge.src_device)]
+            self.received[edge] = value
             lane = _lane(dst) + " recv"
             ctx.span(lane, f"Recv {item.name}", "recv", msg.sent_at, ctx.now - msg.sent_at,
-                     bytes=msg.nbytes, src=src)
-            self.arrived[(item, dst)].succeed()
-        else:
-            self.arrived[(item, _task(dst))].succeed()
+                     bytes=msg.nbytes, src=edge.src_device, key=edge.tensor_name)
+            self._stat(dst, edge.recv_name, "_Recv", msg.sent_at, ctx.now)
+        self.arrived[edge].succeed()
 
     def _run_op(self, ctx, op):
         device = self.placement[op]
         runtime = self.runtimes[ctx.name]
         waits = []
         for t in op.inputs:
-            if t in self.feeds:
-                continue
-            src = self.placement[t.op]
-            waits.append(self.done[t.op] if src == device else self.arrived[(t, device)])
+            src = self.client if t in self.feeds else self.placement[t.op]
+            if src != device:
+                waits.append(self.arrived[self.graph.input_edge(t, device, op)])
+            elif t not in self.feeds:
+                waits.append(self.done[t.op])
         for c in op.control_inputs:
-            if c not in self.done:
-                continue
-            same = _task(self.placement[c]) == ctx.name
-            waits.append(self.done[c] if same else self.arrived[(c, ctx.name)])
+            if c in self.done:
+                same = self.placement[c] == device
+                waits.append(self.done[c] if same else
+                             self.arrived[self.graph.input_edge(c, device, None)])
         if waits:
             yield ctx.env.all_of(waits)
         if runtime.down:
@@ -220,7 +251,9 @@ class Executor:
         a thread of the inter-op ``pool`` (an asynchronous kernel gives it back meanwhile)."""
         args = []
         for t in op.inputs:
-            value = self.feeds[t] if t in self.feeds else self.values[(t, device)]
+            src = self.client if t in self.feeds else self.placement[t.op]
+            value = self.values[(t, device)] if src == device else \
+                self.received[self.graph.input_edge(t, device, op)]
             if isinstance(value, Ref) and op.type not in REF_INPUT_OPS:
                 value = value.read(op)
             args.append(value)
@@ -255,6 +288,7 @@ class Executor:
         start = ctx.occupy(lane, duration)
         cat = "variable" if definition.stateful else "compute"
         ctx.span(lane, op.name, cat, start, duration, type=op.type, flops=flops, bytes=nbytes)
+        self._stat(device, op.name, op.type, start, start + duration)
         yield ctx.timeout(start + duration - ctx.now)
         return outs
 
@@ -315,26 +349,68 @@ class Executor:
 
     def _send_outputs(self, ctx, op, device):
         for t in op.outputs:
-            for dst in sorted({self.placement[c] for c in t.consumers_list
-                               if c in self.done and t not in self.feeds}):
-                if dst == device:
-                    continue
-                if _task(dst) == ctx.name:
-                    self._transfer_in_task(ctx, t, device, dst)
-                else:
-                    value = self.values[(t, device)]
-                    payload = value if isinstance(value, np.ndarray) else Phantom(_nbytes(value))
-                    ctx.send(_task(dst), self._tag(t, dst), payload)
-                    lane = _lane(device) + " send"
-                    ctx.span(lane, f"Send {t.name}", "send", ctx.now, 0, bytes=_nbytes(value),
-                             dst=dst)
-        for task in sorted({_task(self.placement[c]) for c in self.ops if op in c.control_inputs}):
-            if task != ctx.name:
-                ctx.send(task, self._tag(op, task), None)
+            self._send_edges(ctx, t, device)
+        self._send_edges(ctx, op, device)
 
-    def _transfer_in_task(self, ctx, tensor, src, dst):
+    def _send_edges(self, ctx, item, device):
+        """The ``_Send`` nodes of ``item`` (a tensor, or an op's control edges) once it is
+        ready on ``device``: another task gets a message (a snapshot of the value, as TF's
+        Send takes); another device of this task a copy over the machine's link."""
+        for edge in self.graph.edges_from.get(item, ()):
+            dst = edge.dst_device
+            if _task(dst) == ctx.name:
+                if edge.control:
+                    self.arrived[edge].succeed()
+                else:
+                    self._transfer_in_task(ctx, edge)
+                continue
+            if edge.control:
+                ctx.send(_task(dst), self._tag(edge), None)
+            elif edge.after:  # a read that waits for the reader's control inputs
+                self.procs.append(ctx.process(self._guarded(self._read_later(ctx, edge)),
+                                              name=edge.send_name, daemon=self.daemon))
+            else:
+                self._send(ctx, edge, edge.reader or self._reader(item, dst))
+
+    def _read_later(self, ctx, edge):
+        device = edge.src_device
+        yield ctx.env.all_of([self.done[c] if self.placement[c] == device else
+                              self.arrived[self.graph.input_edge(c, device, None)]
+                              for c in edge.after])
+        self._send(ctx, edge, edge.reader)
+
+    def _send(self, ctx, edge, reader):
+        """A ``_Send`` to another task: the value now (a variable's, read now)."""
+        item, device, dst = edge.item, edge.src_device, edge.dst_device
+        value = self.values[(item, device)]
+        if isinstance(value, Ref) and not self._ref_consumed(item, dst):
+            value = value.read(reader)
+        payload = value if isinstance(value, np.ndarray) else Phantom(_nbytes(value))
+        ctx.send(_task(dst), self._tag(edge), payload)
+        ctx.span(_lane(device) + " send", f"Send {item.name}", "send", ctx.now, 0,
+                 bytes=_nbytes(value), dst=dst, key=edge.tensor_name)
+        self._stat(device, edge.send_name, "_Send", ctx.now, ctx.now)
+
+    def _stat(self, device, node, op_type, start, end):
+        if self.step_stats is not None:
+            self.step_stats.record(device, node, op_type, start, end)
+
+    def _consumers_on(self, tensor, device) -> list:
+        return [c for c in tensor.consumers_list if c in self.done
+                and self.placement[c] == device]
+
+    def _ref_consumed(self, tensor, device) -> bool:
+        """Whether an op on ``device`` takes ``tensor`` as a reference (Assign...)."""
+        return any(c.type in REF_INPUT_OPS for c in self._consumers_on(tensor, device))
+
+    def _reader(self, tensor, device):
+        consumers = self._consumers_on(tensor, device)
+        return consumers[0] if consumers else tensor.op
+
+    def _transfer_in_task(self, ctx, edge):
         """A Send/Recv pair between two devices of one task, over the machine's link (PCIe
         when a GPU takes part, shared memory between CPU devices): ``ctx.transfer``."""
+        tensor, src, dst = edge.item, edge.src_device, edge.dst_device
         runtime = self.runtimes[ctx.name]
         gpu = "GPU" in src or "GPU" in dst
         link = runtime.machine.gpu_link if gpu else runtime.machine.host_link
@@ -347,6 +423,8 @@ class Executor:
                      link=link.name, dst=dst)
             ctx.span(dst_lane, f"Recv {tensor.name}", "recv", start, arrival - start,
                      bytes=nbytes, link=link.name, src=src)
+            self._stat(src, edge.send_name, "_Send", start, start + ser)
+            self._stat(dst, edge.recv_name, "_Recv", start, arrival)
             tag = self.tags.setdefault((tensor, dst), len(self.tags))
             ctx.tracer.flow(ctx.name, flow_id(EXECUTOR_FLOW_SPACE, tag), f"{tensor.name}",
                             "message", ctx.name, src_lane, start, ctx.name, dst_lane, arrival,
@@ -354,8 +432,8 @@ class Executor:
             ctx.timeout(arrival - ctx.now).callbacks.append(lambda event: delivered())
 
         def delivered():
-            self.values[(tensor, dst)] = value
-            self.arrived[(tensor, dst)].succeed()
+            self.received[edge] = value
+            self.arrived[edge].succeed()
         ctx.transfer(link, src, dst, nbytes, arrived)
 
 

@@ -1,0 +1,241 @@
+"""Models TF's master (``MasterSession``): the graph of one ``Session.run``, cut into parts.
+
+A client's ``Session.run`` goes to the master of its target (the session's own task, or the
+local process). The master prunes the graph to what the fetches and targets need, rewrites
+feeds and fetches as ``_Recv``/``_Send`` nodes on the client device (the master's CPU:0:
+fed values enter there, fetched ones leave from there), and partitions the rest by device:
+every edge between two devices becomes a ``_Send`` on the producer's device and a ``_Recv``
+on the consumer's, matched by a rendezvous key (TF's ``Rendezvous::CreateKey``:
+``src_device;incarnation;dst_device;tensor_name;0:0``). The master registers each
+partition with the worker of its task and has it run once per step (``RunGraph``); the
+result is cached per (fetches, feeds, targets), as TF caches its executors.
+
+``ClientGraph.partition_graphs`` are TF's ``RunMetadata.partition_graphs``: one
+``GraphDef`` of ``NodeDef``s per device.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+from simdist.hardware.device_spec import DeviceSpec
+from simdist.graph.registry import REF_INPUT_OPS
+
+#: op types whose output is a variable's buffer (a reference): read where it lives
+VARIABLE_OPS = frozenset({"VariableV2"})
+
+
+@dataclass(frozen=True)
+class NodeDef:
+    """TF's NodeDef: a node of a partition graph (``input``: "name", "name:1", "^name")."""
+
+    name: str
+    op: str
+    device: str
+    input: tuple = ()
+    attr: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass
+class GraphDef:
+    """TF's GraphDef: the nodes of one partition."""
+
+    node: list
+
+    def __repr__(self):
+        return f"GraphDef({len(self.node)} nodes on {self.node[0].device if self.node else '-'})"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One ``_Send``/``_Recv`` pair: ``item`` (a Tensor, or an Operation for a control
+    edge) leaves ``src_device`` and reaches ``dst_device``."""
+
+    item: object
+    src_device: str
+    dst_device: str
+    tensor_name: str  # the rendezvous name: "edge_N_src" (TF's), or "x:0" for a feed/fetch
+    send_name: str
+    recv_name: str
+    key: str  # TF's rendezvous key
+    control: bool = False
+    #: a read of a variable by ``reader`` that must wait for the reader's control inputs
+    #: (``after``, which then also reach ``src_device``): TF places that read (a resource
+    #: variable's ReadVariableOp) beside the variable, so it reads the value after them
+    reader: object = None
+    after: tuple = ()
+
+    @property
+    def crosses_tasks(self) -> bool:
+        return task_of(self.src_device) != task_of(self.dst_device)
+
+
+@dataclass
+class ClientGraph:
+    """The master's plan of one kind of ``Session.run``: the ops to run and where, the
+    Send/Recv pairs between devices, the client device, and the partition graphs."""
+
+    ops: list
+    placement: dict  # op -> full device name
+    client_device: str
+    edges: list  # Edge
+    partition_graphs: list  # GraphDef, one per device, by device name
+    master: str  # the master's task ("job:index")
+
+    def __post_init__(self):
+        self.edge_to = {(e.item, e.dst_device, e.reader): e for e in self.edges}
+        self.edges_from: dict = {}
+        for e in self.edges:
+            self.edges_from.setdefault(e.item, []).append(e)
+        for edges in self.edges_from.values():
+            edges.sort(key=lambda e: e.dst_device)
+        self.tasks = sorted({task_of(d) for d in self.placement.values()} | {self.master},
+                            key=lambda t: (t != self.master, t))
+
+    def input_edge(self, item, device: str, reader) -> Edge:
+        """The edge that brings ``item`` to ``reader`` on ``device``."""
+        return self.edge_to.get((item, device, reader)) or self.edge_to[(item, device, None)]
+
+    def devices(self) -> list[str]:
+        return [g.node[0].device for g in self.partition_graphs]
+
+
+def task_of(device: str) -> str:
+    spec = DeviceSpec.from_string(device)
+    return f"{spec.job}:{spec.task}"
+
+
+def incarnation(device: str) -> int:
+    """A device's incarnation number (TF: random per process start; here a fixed one per
+    device name, so that keys are the same on every run)."""
+    return zlib.crc32(device.encode()) * 2654435761 % (1 << 63)
+
+
+def rendezvous_key(src_device: str, dst_device: str, name: str) -> str:
+    """TF's ``Rendezvous::CreateKey`` (frame and iteration 0:0)."""
+    return f"{src_device};{incarnation(src_device):016x};{dst_device};{name};0:0"
+
+
+class Master:
+    """The master of one session: plans each distinct run once (``client_graph``)."""
+
+    def __init__(self, task: str):
+        self.task = task
+        self.client_device = None
+        self._cache: dict = {}
+        self._names = 0  # TF's counter behind the new nodes' names ("v_S0", "v_S1"...)
+        self._edges = 0
+        self.steps = 0  # RunGraph steps started by this master
+
+    def client_graph(self, ops, placement, feeds, fetches, targets, client_device: str
+                     ) -> ClientGraph:
+        """The plan for running ``ops`` (already pruned to ``fetches`` and ``targets``)
+        with ``feeds``; cached per (fetches, feeds, targets)."""
+        key = (tuple(sorted(t.name for t in fetches)), tuple(sorted(t.name for t in feeds)),
+               tuple(sorted(op.name for op in targets)))
+        graph = self._cache.get(key)
+        if graph is None:
+            graph = self._cache[key] = self._build(ops, placement, feeds, fetches,
+                                                   client_device)
+        return graph
+
+    def _new_name(self, prefix: str) -> str:
+        name = f"{prefix}_S{self._names}"
+        self._names += 1
+        return name
+
+    def _edge(self, item, src, dst, source_name: str, control=False, reader=None,
+              after=()) -> Edge:
+        name = f"edge_{self._edges}_{source_name}"
+        self._edges += 1
+        return Edge(item, src, dst, name, self._new_name(source_name),
+                    self._new_name(source_name), rendezvous_key(src, dst, name), control,
+                    reader, after)
+
+    def _build(self, ops, placement, feeds, fetches, client) -> ClientGraph:
+        placement = {op: placement[op] for op in ops}
+        needed = set(ops)
+        feed_node = {t: f"_recv_{t.name.replace(':', '_')}" for t in feeds}
+        edges, seen = [], set()
+        def add(item, src, dst, source_name, control=False, reader=None, after=()):
+            if src != dst and (item, dst, reader) not in seen:
+                seen.add((item, dst, reader))
+                edges.append(self._edge(item, src, dst, source_name, control, reader, after))
+
+        for op in ops:
+            dst = placement[op]
+            after = tuple(c for c in op.control_inputs if c in needed)
+            for t in op.inputs:
+                src = client if t in feeds else placement[t.op]
+                if after and t not in feeds and t.op.type in VARIABLE_OPS and \
+                        task_of(src) != task_of(dst) and op.type not in REF_INPUT_OPS:
+                    for c in after:  # the read waits for them beside the variable
+                        add(c, placement[c], src, c.name, control=True)
+                    add(t, src, dst, t.op.name, reader=op, after=after)
+                else:
+                    add(t, src, dst, feed_node.get(t, t.op.name))
+            for c in after:
+                add(c, placement[c], dst, c.name, control=True)
+        for t in fetches:
+            if t not in feeds:
+                add(t, placement[t.op], client, t.op.name)
+        graphs = _partition_graphs(ops, placement, feeds, fetches, client, edges, feed_node)
+        return ClientGraph(ops, placement, client, edges, graphs, self.task)
+
+
+def _input_name(t) -> str:
+    return t.op.name if t.value_index == 0 else t.name
+
+
+def _partition_graphs(ops, placement, feeds, fetches, client, edges, feed_node) -> list:
+    """TF's partition graphs: each device's ops, its ``_Recv`` nodes (inputs from other
+    devices, and the feeds on the client device) and ``_Send`` nodes."""
+    nodes: dict[str, list] = {d: [] for d in sorted(set(placement.values()) | {client})}
+    recv_of = {(e.item, e.dst_device): e.recv_name for e in edges if e.reader is None}
+    recv_of.update({(e.item, e.reader): e.recv_name for e in edges if e.reader is not None})
+    for t in feeds:
+        attr = _send_recv_attr(client, client, t.name, True, t)
+        nodes[client].append(NodeDef(feed_node[t], "_Recv", client, (), attr))
+    for op in ops:
+        device = placement[op]
+        inputs = []
+        for t in op.inputs:
+            src = client if t in feeds else placement[t.op]
+            if src != device:
+                inputs.append(recv_of.get((t, op)) or recv_of[(t, device)])
+            else:
+                inputs.append(feed_node[t] if t in feeds else _input_name(t))
+        for c in op.control_inputs:
+            if c in placement:
+                inputs.append("^" + (c.name if placement[c] == device else
+                                     recv_of[(c, device)]))
+        nodes[device].append(NodeDef(op.name, op.type, device, tuple(inputs),
+                                     {k: v for k, v in op.attrs.items()}))
+    for e in edges:
+        tensor = None if e.control else e.item
+        source = e.item.name if e.control else (
+            feed_node[tensor] if tensor in feeds else _input_name(tensor))
+        attr = _send_recv_attr(e.src_device, e.dst_device, e.tensor_name, False, tensor)
+        waits = tuple("^" + (c.name if placement[c] == e.src_device else
+                             recv_of[(c, e.src_device)]) for c in e.after)
+        nodes[e.src_device].append(NodeDef(e.send_name, "_Send", e.src_device,
+                                           (("^" if e.control else "") + source,) + waits,
+                                           attr))
+        nodes[e.dst_device].append(NodeDef(e.recv_name, "_Recv", e.dst_device, (), attr))
+    for t in fetches:
+        name = f"_send_{t.name.replace(':', '_')}"
+        source = feed_node[t] if t in feeds else (
+            _input_name(t) if placement[t.op] == client else recv_of[(t, client)])
+        attr = _send_recv_attr(client, client, t.name, True, t)
+        nodes[client].append(NodeDef(name, "_Send", client, (source,), attr))
+    return [GraphDef(n) for n in nodes.values() if n]
+
+
+def _send_recv_attr(src: str, dst: str, name: str, client_terminated: bool, tensor) -> dict:
+    attr = {"send_device": src, "recv_device": dst, "tensor_name": name,
+            "send_device_incarnation": incarnation(src),
+            "client_terminated": client_terminated}
+    if tensor is not None:
+        attr["T"] = tensor.dtype
+    return attr
