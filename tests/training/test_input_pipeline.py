@@ -15,7 +15,7 @@ def test_threads_and_capacity_end_the_trainers_starvation():
             for threads, capacity in ((1, 4), (3, 2), (3, 16))}
     assert runs[1, 4].starved_fraction > 0.5  # one reader cannot keep up
     assert runs[3, 2].starved_fraction > 0.05  # three can, but a stall empties a small queue
-    assert runs[3, 16].starved_fraction < 0.02  # ... and a large one carries the trainer
+    assert runs[3, 16].starved_fraction < 0.05  # ... and a large one carries the trainer
     assert runs[3, 16].end_time < 0.6 * runs[1, 4].end_time  # training time is the floor
     for (_, capacity), run in runs.items():
         assert len(run.step_ends) == 40 and run.step_ends == sorted(run.step_ends)
