@@ -4,8 +4,9 @@
 Graphs, ops and tensors (graph.py), the op types, each declared once with its builder, numpy
 kernel, FLOPs, device kernels and gradient (array_ops.py, math_ops.py, nn_ops.py,
 control_flow_ops.py; registry.py), variables (variables.py), gradients and optimizers, device
-placement (placement.py), ConfigProto (config.py), sessions that simulate each run on a
-cluster's devices (session.py, executor.py), servers and their resource containers (server.py,
+placement (placement.py), ConfigProto (config.py), RunOptions and RunMetadata
+(run_metadata.py, timeline.py), sessions that simulate each run on a cluster's devices
+(session.py; the master's partitions and the executor in _sim/), servers and their resource containers (server.py,
 runtime.py) and replica_device_setter (device_setter.py). Names
 follow tf.compat.v1; nothing here imports TensorFlow. The TF API package: its modules may import
 each other (as TensorFlow's do), its binding ``_sim``, and ``simdist.sim``, ``simdist.hardware``,
@@ -53,6 +54,8 @@ from simdist.graph.session_run_hook import (SessionRunArgs, SessionRunContext, S
 from simdist.graph.sync_replicas_optimizer import SyncReplicasOptimizer
 from simdist.graph.script_ops import timed_py_func
 from simdist.graph.placement import parse_placement_log
+from simdist.graph.run_metadata import RunMetadata, RunOptions
+from simdist.graph import timeline
 from simdist.graph.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from simdist.graph._sim.runtime import Machine
 from simdist.graph._sim.clients import simulate_clients
