@@ -12,30 +12,31 @@ strategy.run(...)``, ``strategy.update``...) or a plain one. As in TF the coordi
 one thread per worker: each takes the next function off the queue, spends the coordinator's
 own overhead on it (``schedule_overhead_ns``, one at a time on the chief's "coordinator" lane:
 TF's Python and RPC overhead per function, why packing several steps into one function
-pays), sends it to its worker and waits for the result. Per-worker iterators in the arguments
-are replaced by that worker's own iterator.
+pays), sends it to its worker and waits for the result. The "run" message names the function
+(registered on every rank: ``InProcessCluster.register``; in one process, as it is scheduled)
+and carries its small arguments; a per-worker iterator among them is resolved by the worker
+to its own (``simdist/distribute/worker.py``); the "done" reply carries the value's arrays
+or the error's class and message.
 
 Failures, as TF documents them: a worker that fails mid-function has the function put back
 at the front of the queue (another worker, or the same one back up, runs it again: the trace
 shows it twice) and its datasets are rebuilt when it returns; any other error (a function's
 own, or ``UnavailableError`` from a failed ps) cancels every queued and running function
-(``CancelledError`` from their ``fetch``) and is raised once, by the next ``schedule``,
-``join`` or ``done``.
+(``CancelledError`` from their ``fetch``; a "cancel" message stops a running one) and is
+raised once, by the next ``schedule``, ``join`` or ``done``. The coordinator sees workers fail
+and come back through its rank's mirror of their state (``InProcessCluster``).
 """
 
 from __future__ import annotations
 
-import inspect
 from collections import deque
 
 import numpy as np
 
-from simdist.sim.core import Interrupt
-from simdist.base.errors import CancelledError, InvalidArgumentError, OutOfRangeError, brief
+from simdist.base.errors import CancelledError, InvalidArgumentError, brief
 from simdist.sim.payloads import Phantom
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
-from simdist.distribute.server import RPC_BYTES
-from simdist.distribute.strategy import InputContext
+from simdist.distribute.rpc import RPC_BYTES, IteratorRef, decode, encode, rebuild_error
 
 #: the coordinator's own time per function (Python, serialization, the RPC's start): about
 #: what TF's coordinator spends per small closure on a CPU host
@@ -82,15 +83,25 @@ class RemoteValue:
 
 class PerWorkerValues:
     """One value per worker (``tf.distribute.experimental.coordinator.PerWorkerValues``):
-    a function scheduled with it gets the value of the worker that runs it."""
+    a function scheduled with it gets the value of the worker that runs it (in its "run"
+    message: plain data)."""
 
     def __init__(self, values):
         self._values = list(values)
 
+    def _for(self, worker: int):
+        return self._values[worker]
+
 
 class PerWorkerIterator(PerWorkerValues):
     """``iter(per_worker_dataset)``: one iterator per worker, to give a scheduled function
-    (each worker takes its elements from its own)."""
+    (each worker takes its elements from its own, which it builds itself)."""
+
+    def __init__(self, dataset: str, number: int):
+        self._ref = IteratorRef(dataset, number)
+
+    def _for(self, worker: int):
+        return self._ref
 
     def __iter__(self):
         return self
@@ -101,57 +112,32 @@ class PerWorkerIterator(PerWorkerValues):
 
 
 class PerWorkerDataset:
-    """What ``create_per_worker_dataset`` returns: ``iter()`` gives a per-worker iterator."""
+    """What ``create_per_worker_dataset`` returns: ``iter()`` gives a per-worker iterator.
+    The dataset function travels by its registered name; each worker calls it."""
 
-    def __init__(self, coordinator: ClusterCoordinator, dataset_fn):
-        self._coordinator, self._fn = coordinator, dataset_fn
-        self._iterators: list[PerWorkerIterator] = []
+    def __init__(self, coordinator: ClusterCoordinator, name: str):
+        self._coordinator, self._name = coordinator, name
 
     def __iter__(self) -> PerWorkerIterator:
-        per_worker = PerWorkerIterator(self._make(w) for w in range(self._coordinator._workers))
-        self._iterators.append(per_worker)
-        return per_worker
-
-    def _make(self, worker: int):
-        strategy = self._coordinator.strategy
-        context = InputContext(strategy._num_workers, worker, 1)
-        dataset = self._fn(context) if _takes_argument(self._fn) else self._fn()
-        return _WorkerIterator(iter(dataset), worker)
-
-    def _rebuild(self, worker: int) -> None:
-        for per_worker in self._iterators:
-            per_worker._values[worker] = self._make(worker)
-
-
-class _WorkerIterator:
-    """One worker's iterator; ``next()`` past its end is TF's ``OutOfRangeError``."""
-
-    def __init__(self, iterator, worker: int):
-        self._iterator, self.worker = iterator, worker
-        self.elements = 0  # taken so far (a rebuilt dataset starts again from 0)
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        try:
-            element = next(self._iterator)
-        except StopIteration:
-            raise OutOfRangeError(f"End of sequence: worker {self.worker}'s dataset has no "
-                                  f"element after its {self.elements}") from None
-        self.elements += 1
-        return element
+        self._coordinator._iterators += 1
+        return PerWorkerIterator(self._name, self._coordinator._iterators)
 
 
 class _Closure:
-    """One scheduled function: what to run, its RemoteValue and how often it ran."""
+    """One scheduled function: its registered name, arguments, RemoteValue, runs."""
 
-    def __init__(self, number, fn, args, kwargs, value: RemoteValue, env):
-        self.number, self.fn, self.args, self.kwargs, self.value = number, fn, args, kwargs, value
+    def __init__(self, number, fn, function: str, args, kwargs, value: RemoteValue, env):
+        self.number, self.function, self.args, self.kwargs = number, function, args, kwargs
+        self.value = value
         self.name = f"{getattr(fn, '__name__', 'function')}#{number}"
         self.runs = 0
-        self.outcome = None  # (value, error) of the run that ended last
         self.abort = env.event(desc=f"cancel {self.name}")
+
+    def call(self, worker: int) -> list:
+        """The "run" message's payload for ``worker``: the name and the arguments."""
+        return encode({"f": self.function}, {"a": _for_worker(self.args, worker),
+                                             "k": _for_worker(self.kwargs, worker)},
+                      f"an argument of {self.name}")
 
 
 class ClusterCoordinator:
@@ -174,13 +160,13 @@ class ClusterCoordinator:
         self.overhead = schedule_overhead_ns
         self._cluster = strategy._cluster
         self._workers = strategy._num_workers
+        self._iterators = 0  # per-worker iterators made so far (their numbers)
         self._queue: deque[_Closure] = deque()
         self._inflight: set[_Closure] = set()
         self._error = None
         self._scheduled = 0
         self._wake = self.ctx.env.event(desc="a function queued")
         self._changed = self.ctx.env.event(desc="a function ended")
-        self._datasets: list[PerWorkerDataset] = []
         for w in range(self._workers):
             self.ctx.process(self._dispatch(w), name=f"coordinator thread {w}", daemon=True)
 
@@ -192,10 +178,12 @@ class ClusterCoordinator:
         self._raise_if_error()
         if not callable(fn):
             raise InvalidArgumentError(f"schedule: fn must be a function, got {brief(fn)}")
+        function = self._cluster.name_of(fn, "scheduled function")
         self._scheduled += 1
         name = f"{getattr(fn, '__name__', 'function')}#{self._scheduled}"
-        closure = _Closure(self._scheduled, fn, tuple(args or ()), dict(kwargs or {}),
+        closure = _Closure(self._scheduled, fn, function, tuple(args or ()), dict(kwargs or {}),
                            RemoteValue(self.ctx.env, name), self.ctx.env)
+        closure.call(0)  # arguments that cannot travel: refused now, on the coordinator
         self._queue.append(closure)
         self._notify("_wake")
         return closure.value
@@ -231,14 +219,12 @@ class ClusterCoordinator:
         return val
 
     def create_per_worker_dataset(self, dataset_fn) -> PerWorkerDataset:
-        """``dataset_fn()`` (or ``dataset_fn(input_context)``) once per worker; rebuilt
-        for a worker that comes back after a failure."""
+        """``dataset_fn()`` (or ``dataset_fn(input_context)``) once per worker, on the worker
+        (by its registered name); rebuilt for a worker that comes back after a failure."""
         if not callable(dataset_fn):
             raise InvalidArgumentError(f"create_per_worker_dataset: dataset_fn must be a "
                                        f"function, got {brief(dataset_fn)}")
-        dataset = PerWorkerDataset(self, dataset_fn)
-        self._datasets.append(dataset)
-        return dataset
+        return PerWorkerDataset(self, self._cluster.name_of(dataset_fn, "dataset function"))
 
     # -- inside ---------------------------------------------------------------------------------
 
@@ -253,21 +239,14 @@ class ClusterCoordinator:
         event.succeed()
 
     def _dispatch(self, w: int):
-        """The coordinator's thread for worker ``w``: take a function, send it, wait."""
+        """The coordinator's thread for worker ``w``: take a function, send it, wait. It
+        sees the worker fail and come back through this rank's mirror of its state."""
         ctx, cluster = self.ctx, self._cluster
         worker = f"worker:{w}"
         state = cluster.state(worker)
-        seen = state.incarnation
         while True:
             if not state.up:
                 yield state.restarted
-                continue
-            if state.incarnation != seen:  # back after a failure: new datasets
-                seen = state.incarnation
-                for dataset in self._datasets:
-                    dataset._rebuild(w)
-                cluster.contexts[worker].instant("faults", "per-worker datasets rebuilt",
-                                                 "fault")
                 continue
             if not self._queue:
                 yield self._wake
@@ -286,85 +265,26 @@ class ClusterCoordinator:
                 continue
             closure.runs += 1
             attempt = closure.runs
-            ctx.send(worker, ("run", closure.number, attempt), Phantom(RPC_BYTES))
-            wctx = cluster.contexts[worker]
-            state.running = wctx.process(self._execute(wctx, closure, w, attempt),
-                                         name=f"run {closure.name}")
+            ctx.send(worker, ("run", closure.number, attempt), closure.call(w))
             done = ctx.recv(worker, ("done", closure.number, attempt))
             failed = state.failed
             yield ctx.env.any_of([done, failed, closure.abort])
             self._inflight.discard(closure)
             if done.triggered:
-                value, error = closure.outcome
-                if error is None:
+                header, value = decode(done.value.payload)
+                if "e" not in header:
                     closure.value._set(value)
                 else:
-                    self._fail(closure, error)
+                    self._fail(closure, rebuild_error(header["e"]))
             elif failed.triggered:
                 if not closure.abort.triggered:
                     self._queue.appendleft(closure)  # TF puts it back, to run again
                     ctx.instant(LANE, f"{closure.name} back in the queue ({worker} failed)",
                                 "fault", function=closure.name, worker=worker)
                     self._notify("_wake")
-            else:  # cancelled: stop it on the worker
-                if state.running.is_alive:
-                    state.running.interrupt("cancelled")
+            else:  # cancelled: stop it on the worker (TF cancels the RPC)
+                ctx.send(worker, ("cancel", closure.number, attempt), Phantom(RPC_BYTES))
             self._notify("_changed")
-
-    def _execute(self, wctx, closure: _Closure, w: int, attempt: int):
-        """The function on worker ``w`` (a process of that task)."""
-        try:
-            yield wctx.recv(self.ctx.task, ("run", closure.number, attempt))
-        except Interrupt:
-            return
-        start = wctx.now
-        args = _for_worker(closure.args, w)
-        kwargs = _for_worker(closure.kwargs, w)
-        label = closure.name if attempt == 1 else f"{closure.name} (run {attempt})"
-        try:
-            value = yield from self._drive(wctx, closure.fn, args, kwargs)
-        except Interrupt as stop:
-            wctx.span("functions", label, "function", start, wctx.now - start,
-                      function=closure.name, run=attempt, ended=f"{stop.cause}")
-            return
-        except Exception as error:  # noqa: BLE001 -- the function's error, for the coordinator
-            closure.outcome = (None, error)
-            wctx.span("functions", label, "function", start, wctx.now - start,
-                      function=closure.name, run=attempt, error=type(error).__name__)
-        else:
-            closure.outcome = (value, None)
-            wctx.span("functions", label, "function", start, wctx.now - start,
-                      function=closure.name, run=attempt)
-        wctx.send(self.ctx.task, ("done", closure.number, attempt),
-                  Phantom(RPC_BYTES + _nbytes(closure.outcome[0])))
-
-    def _drive(self, wctx, fn, args, kwargs):
-        """Run ``fn`` with the strategy set to this worker whenever its code runs (several
-        workers' functions interleave in simulated time)."""
-        strategy = self.strategy
-        strategy._worker = wctx
-        try:
-            gen = fn(*args, **kwargs)
-        finally:
-            strategy._worker = None
-        if not inspect.isgenerator(gen):
-            return gen
-        value, error = None, None
-        while True:
-            strategy._worker = wctx
-            try:
-                event = gen.throw(error) if error is not None else gen.send(value)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                strategy._worker = None
-            try:
-                value, error = (yield event), None
-            except Interrupt:
-                gen.close()
-                raise
-            except Exception as failed:  # noqa: BLE001 -- thrown back into the function
-                value, error = None, failed
 
     def _fail(self, closure: _Closure, error) -> None:
         """A function failed: its value holds the error; the others are cancelled and the
@@ -384,16 +304,9 @@ class ClusterCoordinator:
                          cancelled=len(cancelled))
 
 
-def _takes_argument(fn) -> bool:
-    try:
-        return len(inspect.signature(fn).parameters) > 0
-    except (TypeError, ValueError):
-        return False
-
-
 def _for_worker(value, w: int):
     if isinstance(value, PerWorkerValues):
-        return value._values[w]
+        return value._for(w)
     if isinstance(value, dict):
         return {k: _for_worker(v, w) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -409,16 +322,6 @@ def _to_numpy(value):
     if value is None:
         return None
     return np.asarray(value)
-
-
-def _nbytes(value) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, dict):
-        return sum(_nbytes(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(_nbytes(v) for v in value)
-    return int(np.asarray(value).nbytes)
 
 
 __all__ = ["ClusterCoordinator", "PerWorkerDataset", "PerWorkerValues", "RemoteValue",

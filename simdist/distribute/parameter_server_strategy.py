@@ -1,7 +1,7 @@
 """``tf.distribute.experimental.ParameterServerStrategy`` (TF2): variables on ps tasks,
 functions run by workers, asynchronously, as a ``ClusterCoordinator`` schedules them.
 
-    cluster = InProcessCluster()                 # given to every task's main
+    cluster = InProcessCluster(failures)         # one per rank, given to every task's main
     strategy = ParameterServerStrategy(ctx, cluster.resolver(ctx),
                                        variable_partitioner=MinSizePartitioner(...))
     with strategy.scope():
@@ -14,6 +14,9 @@ to ps 0, 1, 0 and the next variable starts on ps 1. Inside a scheduled function 
 ``run`` reads the variables among its arguments from their ps, ``update`` sends a gradient to
 the ps of each variable (or shard), which applies it, and ``embedding_lookup`` asks each shard
 for the rows it holds; each is a real message, so every ps's load shows in the trace.
+An update names its rule (``SGD(lr)``, ``ASSIGN_ADD``, one registered on every rank), never
+Python code. Every rank builds the same strategy and variables in the same order (the ps of
+each keeps its values), so the tasks may sit on different MPI ranks.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import contextlib
 import numpy as np
 
 from simdist.base.errors import FailedPreconditionError, InvalidArgumentError, brief
+from simdist.distribute.rpc import encode_header
 from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
 from simdist.distribute.sharded_variable import (IndexedSlices, Partitioner, ShardedVariable,
                                                  Variable, num_shards, shard_offsets)
@@ -58,6 +62,7 @@ class ParameterServerStrategy:
         self._in_scope = False
         self._worker = None  # the worker context a scheduled function runs on, while it runs
         self._coordinator = None
+        self._cluster.strategies.append(self)  # a function run on a worker of this rank
         self.extended = self  # TF's StrategyExtended methods live on the strategy here
 
     @property
@@ -106,12 +111,8 @@ class ParameterServerStrategy:
         ps = f"ps:{self._variable_count % self._num_ps}"
         self._variable_count += 1
         cluster = self._cluster
-        variable = Variable(name, value, ps, key=len(cluster.variables))
-        cluster.variables.append(variable)
-        cluster.stored[ps] = cluster.stored.get(ps, 0) + variable.nbytes
-        server = cluster.contexts.get(ps)
-        if server is not None:
-            server.counter("ps load", bytes_stored=cluster.stored[ps])
+        variable = Variable(name, value, ps, key=len(cluster.variables), home=cluster.home(ps))
+        cluster._created(variable, value)  # the value lives on its ps (if on this rank)
         return variable
 
     def ps_load(self) -> dict[str, int]:
@@ -137,24 +138,25 @@ class ParameterServerStrategy:
                 groups.setdefault(part.task, []).append(part)
         return groups
 
-    def _call_each_ps(self, ctx, kind, groups, payload_of, handover=None):
+    def _call_each_ps(self, ctx, kind, groups, payload_of):
         """One request per ps, all in flight together (``yield from``); {ps: reply}. Every
         request ends before the first error is raised (none is left failing unheard)."""
-        calls = {ps: ctx.process(_caught(self._cluster.call(ctx, ps, kind, payload_of(ps, parts),
-                                                            handover)),
+        calls = {ps: ctx.process(_caught(self._cluster.call(ctx, ps, kind, payload_of(ps, parts))),
                                  name=f"{kind} from {ps}")
                  for ps, parts in sorted(groups.items())}
         return (yield from _gather(ctx, calls))
 
-    def read(self, variables):
+    def read(self, variables, ctx=None, kind: str = "read"):
         """The values of ``variables`` (a dict or list of Variable / ShardedVariable), read
-        from their ps (``yield from``); a ShardedVariable reads as its shards concatenated."""
-        ctx = self._worker_ctx("read")
+        from their ps (``yield from``); a ShardedVariable reads as its shards concatenated.
+        Inside a scheduled function the worker reads; the coordinator passes its ``ctx``
+        (TF's ``read_value()`` of a ps variable on the coordinator)."""
+        ctx = ctx or self._worker_ctx("read")
         items = list(variables.items()) if isinstance(variables, dict) \
             else list(enumerate(variables))
         groups = self._by_ps(v for _, v in items)
         replies = yield from self._call_each_ps(
-            ctx, "read", groups, lambda ps, parts: [np.array([p.key for p in parts])])
+            ctx, kind, groups, lambda ps, parts: [np.array([p.key for p in parts])])
         got = {}
         for ps, parts in groups.items():
             for part, value in zip(parts, replies[ps]):
@@ -180,11 +182,35 @@ class ParameterServerStrategy:
         yield ctx.compute(name, flops=flops, nbytes=nbytes)
         return out
 
+    def save(self, variables: dict, ctx):
+        """A checkpoint of ``variables`` on the coordinator ``ctx`` (``yield from``): their
+        values read from their ps ("save" requests, which the ps's "variable reads" counter
+        leaves out: it counts the training's load), as TF's ``Checkpoint.save`` reads them."""
+        return (yield from self.read(variables, ctx=ctx, kind="save"))
+
+    def restore(self, variables: dict, values: dict, ctx=None):
+        """``variables[k].assign(values[k])`` on their ps, one request per ps (``yield
+        from``): a checkpoint's restore; it brings back variables their ps lost."""
+        ctx = ctx or self._worker_ctx("restore")
+        parts = {}
+        for k, v in variables.items():
+            shards = v.variables if isinstance(v, ShardedVariable) else [v]
+            offsets = v.offsets() if isinstance(v, ShardedVariable) else None
+            for i, part in enumerate(shards):
+                value = np.asarray(values[k])
+                parts[part.key] = value if offsets is None else value[offsets[i]:offsets[i + 1]]
+        yield from self._call_each_ps(
+            ctx, "restore", self._by_ps(variables.values()),
+            lambda ps, shards: [np.array([p.key for p in shards])] + [parts[p.key]
+                                                                      for p in shards])
+
     def update(self, variables: dict, values: dict, fn, name="update"):
         """Send ``values[k]`` (a gradient) to the ps of ``variables[k]`` (each shard its
-        rows), where ``fn(variable value, value)`` becomes the new value (``yield from``).
+        rows), where the update rule ``fn`` (``SGD(lr)``, ``ASSIGN_ADD``, a registered one)
+        makes the new value (``yield from``); the rule travels by name, never as code.
         An ``IndexedSlices`` value updates only its rows (TF's sparse apply)."""
         ctx = self._worker_ctx("update")
+        rule = encode_header(list(self._cluster.rule_of(fn)), minimum=0)
         dense, sparse = {}, {}
         for k, v in variables.items():
             value = values[k]
@@ -206,15 +232,14 @@ class ParameterServerStrategy:
                   for ps, parts in self._by_ps(variables.values()).items()}
         yield from self._call_each_ps(
             ctx, "update", {ps: parts for ps, parts in groups.items() if parts},
-            lambda ps, parts: [np.array([p.key for p in parts])] + [dense[p.key]
-                                                                     for p in parts],
-            handover=fn)
+            lambda ps, parts: [np.array([p.key for p in parts]), rule] + [dense[p.key]
+                                                                           for p in parts])
         scattered = {ps: [p for p in parts if p.key in sparse]
                      for ps, parts in self._by_ps(variables.values()).items()}
         yield from self._call_each_ps(
             ctx, "scatter", {ps: parts for ps, parts in scattered.items() if parts},
-            lambda ps, parts: [np.array([p.key for p in parts])]
-            + [x for p in parts for x in sparse[p.key]], handover=fn)
+            lambda ps, parts: [np.array([p.key for p in parts]), rule]
+            + [x for p in parts for x in sparse[p.key]])
 
     def embedding_lookup(self, params, ids):
         """``tf.nn.embedding_lookup(params, ids)`` on the worker (``yield from``): each shard

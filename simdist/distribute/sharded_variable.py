@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simdist.base.errors import InvalidArgumentError, brief, stricter_than_tf
+from simdist.base.errors import (FailedPreconditionError, InvalidArgumentError, brief,
+                                 stricter_than_tf)
 
 
 def _positive(cls, what: str, value) -> None:
@@ -154,37 +155,57 @@ class IndexedSlices(NamedTuple):
 
 class Variable:
     """A ``tf.Variable`` that lives on one parameter server (a whole variable, or one shard
-    of a ``ShardedVariable``). ``device`` is TF's string; ``task`` the ps task ("ps:1")."""
+    of a ``ShardedVariable``). ``device`` is TF's string; ``task`` the ps task ("ps:1").
 
-    def __init__(self, name: str, value: np.ndarray, task: str, key: int):
+    It is a handle: the value lives on its ps (``home``, the ps's server when that runs on
+    this rank), read and written by messages (``strategy.read``, ``strategy.update``...).
+    In one process ``numpy()`` and ``assign()`` reach the ps's value directly, at no
+    simulated cost (a test's view); across MPI ranks only a handle whose ps is on this rank
+    can."""
+
+    def __init__(self, name: str, value: np.ndarray, task: str, key: int, home=None):
         self.name = f"{name}:0"
         self.task = task
         self.device = f"/job:ps/replica:0/task:{task.split(':')[1]}/device:CPU:0"
         self.key = key  # its number in the strategy (what a request to its ps names)
-        self.lost = False  # its ps failed since it was last assigned
-        self._value = np.array(value, copy=True)
+        value = np.asarray(value)
+        self._shape, self._dtype, self._nbytes = value.shape, value.dtype, value.nbytes
+        self._home = home
 
     @property
     def shape(self):
-        return self._value.shape
+        return self._shape
 
     @property
     def dtype(self):
-        return self._value.dtype
+        return self._dtype
 
     @property
     def nbytes(self) -> int:
-        return self._value.nbytes
+        return self._nbytes
+
+    @property
+    def lost(self) -> bool:
+        """Its ps failed since it was last assigned (known where its ps runs)."""
+        return self._local("lost").lost.__contains__(self.key)
+
+    def _local(self, what: str):
+        if self._home is None:
+            raise FailedPreconditionError(
+                f"variable {self.name!r} lives on {self.task}, on another MPI rank: its {what} "
+                "travels by message (strategy.read(..., ctx=ctx) on the coordinator)")
+        return self._home
 
     def numpy(self) -> np.ndarray:
-        return self._value.copy()
+        return self._local("value").values[self.key].copy()
 
     def assign(self, value) -> None:
-        value = np.asarray(value, dtype=self._value.dtype)
-        if value.shape != self._value.shape:
+        home = self._local("value")
+        value = np.asarray(value, dtype=self._dtype)
+        if value.shape != self._shape:
             raise InvalidArgumentError(f"cannot assign a value of shape {value.shape} to "
-                                       f"variable {self.name!r} of shape {self._value.shape}")
-        self._value = value.copy()
+                                       f"variable {self.name!r} of shape {self._shape}")
+        home.assign(self.key, value)
 
     def __repr__(self):
         return f"<Variable {self.name!r} shape={self.shape} device={self.device!r}>"
@@ -258,5 +279,6 @@ class ShardedVariable:
                 f"{[(v.shape[0], v.device) for v in self.variables]}>")
 
 
-__all__ = ["FixedShardsPartitioner", "IndexedSlices", "MaxSizePartitioner", "MinSizePartitioner", "Partitioner",
-           "ShardedVariable", "Variable", "num_shards", "shard_offsets"]
+__all__ = ["FixedShardsPartitioner", "IndexedSlices", "MaxSizePartitioner",
+           "MinSizePartitioner", "Partitioner", "ShardedVariable", "Variable", "num_shards",
+           "shard_offsets"]

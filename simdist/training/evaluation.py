@@ -33,9 +33,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simdist.base.errors import InvalidArgumentError, brief
-from simdist.distribute.failures import check_failures
-from simdist.training.ps_loop import cluster_and_layout, coordinator_loop, to_run_result
-from simdist.distribute.server import InProcessCluster
+from simdist.distribute.rpc import ASSIGN_ADD
+from simdist.training.ps_loop import cluster_and_layout, make_main, to_run_result
 
 if TYPE_CHECKING:
     from simdist.training.exercises import Exercise, RunResult
@@ -75,10 +74,10 @@ def evaluate_inline(ctx, model, weights: dict, x, y, batch_size: int, name="eval
     return total, visits
 
 
-def evaluate_distributed(coordinator, model, variables: dict, x, y, batch_size: int):
-    """Inline distributed evaluation, at-least-once (``yield from``): one ``eval_step`` per
-    batch, scheduled; each adds its loss sum and visits to metric variables on the ps."""
-    strategy = coordinator.strategy
+def distributed_functions(strategy, model, variables: dict, x, y, batch_size: int) -> dict:
+    """What inline distributed evaluation needs on every rank (``PsProgram.build``): the
+    metric variables on the ps (created with the model, as TF's guide creates its metrics in
+    ``strategy.scope()``), ``eval_step`` and ``eval_dataset_fn`` registered by name."""
     batches = batches_of(len(x), batch_size)
     with strategy.scope():
         metric = strategy.variables({"eval_total": np.zeros(1, np.float64),
@@ -88,8 +87,6 @@ def evaluate_distributed(coordinator, model, variables: dict, x, y, batch_size: 
         mine = batches[input_context.input_pipeline_id::input_context.num_input_pipelines]
         return itertools.cycle(mine)
 
-    iterator = iter(coordinator.create_per_worker_dataset(eval_dataset_fn))
-
     def eval_step(iterator):
         idx = next(iterator)
         total = yield from strategy.run(
@@ -98,21 +95,30 @@ def evaluate_distributed(coordinator, model, variables: dict, x, y, batch_size: 
         seen = np.zeros(len(x), np.int64)
         seen[idx] = 1
         yield from strategy.extended.update(
-            metric, {"eval_total": np.array([total]), "eval_visits": seen},
-            lambda v, g: v + g, name="update metric")
+            metric, {"eval_total": np.array([total]), "eval_visits": seen}, ASSIGN_ADD,
+            name="update metric")
 
-    for _ in batches:
-        coordinator.schedule(eval_step, args=(iterator,))
+    strategy._cluster.register(eval_dataset_fn)
+    strategy._cluster.register(eval_step)
+    return {"metric": metric, "batches": batches, "eval_step": eval_step,
+            "eval_dataset_fn": eval_dataset_fn}
+
+
+def evaluate_distributed(ctx, coordinator, functions: dict):
+    """Inline distributed evaluation, at-least-once (``yield from``): one ``eval_step`` per
+    batch, scheduled; each adds its loss sum and visits to metric variables on the ps, which
+    the coordinator reads at the end."""
+    iterator = iter(coordinator.create_per_worker_dataset(functions["eval_dataset_fn"]))
+    for _ in functions["batches"]:
+        coordinator.schedule(functions["eval_step"], args=(iterator,))
     yield from coordinator.join()
-    return float(metric["eval_total"].numpy()[0]), metric["eval_visits"].numpy()
+    metric = yield from coordinator.strategy.read(functions["metric"], ctx=ctx)
+    return float(metric["eval_total"][0]), metric["eval_visits"]
 
 
-def evaluate_exactly_once(coordinator, model, variables: dict, x, y, batch_size: int,
-                          shards: int):
-    """Exactly-once evaluation (``yield from``): ``shards`` functions, shard ``i`` taking
-    batches ``i, i + shards, ...`` with its own accumulators, returned; the coordinator
-    adds up the results of the runs that ended (tf_keras's ``pss_evaluation_shards``)."""
-    strategy = coordinator.strategy
+def exactly_once_functions(strategy, model, variables: dict, x, y, batch_size: int,
+                           shards: int) -> dict:
+    """What exactly-once evaluation needs on every rank: ``eval_shard`` registered."""
     batches = batches_of(len(x), batch_size)
 
     def eval_shard(shard):
@@ -124,9 +130,18 @@ def evaluate_exactly_once(coordinator, model, variables: dict, x, y, batch_size:
             seen.append(idx)
         return np.float64(total), np.concatenate(seen) if seen else np.zeros(0, np.int64)
 
-    values = [coordinator.schedule(eval_shard, args=(i,)) for i in range(shards)]
+    strategy._cluster.register(eval_shard)
+    return {"eval_shard": eval_shard, "shards": shards}
+
+
+def evaluate_exactly_once(coordinator, functions: dict, examples: int):
+    """Exactly-once evaluation (``yield from``): ``shards`` functions, shard ``i`` taking
+    batches ``i, i + shards, ...`` with its own accumulators, returned; the coordinator
+    adds up the results of the runs that ended (tf_keras's ``pss_evaluation_shards``)."""
+    values = [coordinator.schedule(functions["eval_shard"], args=(i,))
+              for i in range(functions["shards"])]
     yield from coordinator.join()
-    total, visits = 0.0, np.zeros(len(x), np.int64)
+    total, visits = 0.0, np.zeros(examples, np.int64)
     for value in values:
         shard_total, seen = yield from value.fetch()
         total += float(shard_total)
@@ -140,12 +155,31 @@ class CheckpointDirectory:
 
     def __init__(self):
         self.checkpoints: list[dict] = []
+        self._pending: dict = {}  # name -> the save whose reads fill its weights
 
-    def save(self, ctx, step: int, weights: dict) -> None:
+    def save(self, ctx, step: int, weights, pending=None) -> None:
+        """A checkpoint of ``step``: its ``weights``, or a ``pending`` save process whose
+        value they are (a dict of values, "iterations" left out, or its error)."""
         name = f"ckpt-{len(self.checkpoints)}"
         self.checkpoints.append({"name": name, "step": step, "at": ctx.now,
                                  "weights": weights})
+        if pending is not None:
+            self._pending[name] = pending
+            pending.callbacks.append(lambda event, entry=self.checkpoints[-1]: self._filled(
+                entry, event.value))
         ctx.instant(LANE, f"wrote {name}", "checkpoint", step=step)
+
+    def _filled(self, entry: dict, values) -> None:
+        self._pending.pop(entry["name"], None)
+        if isinstance(values, dict):
+            entry["weights"] = {k: v for k, v in values.items() if k != "iterations"}
+
+    def weights_of(self, entry: dict):
+        """A checkpoint's weights, once its save is complete (``yield from``)."""
+        pending = self._pending.get(entry["name"])
+        if pending is not None and not pending.triggered:
+            yield pending
+        return entry["weights"]
 
     def latest(self):
         return self.checkpoints[-1] if self.checkpoints else None
@@ -167,9 +201,9 @@ def sidecar_evaluator(ctx, model, x, y, directory: CheckpointDirectory, batch_si
                 ctx.instant(LANE, f"skipped {missed['name']}", "evaluation",
                             step=missed["step"])
             last = len(directory.checkpoints) - 1
+            weights = yield from directory.weights_of(latest)
             total, visits = yield from evaluate_inline(
-                ctx, model, latest["weights"], x, y, batch_size,
-                name=f"evaluate {latest['name']}")
+                ctx, model, weights, x, y, batch_size, name=f"evaluate {latest['name']}")
             evaluated.append(latest["name"])
             metrics[latest["name"]] = result("sidecar", total, visits)["metric"]
             idle_since = ctx.now
@@ -180,30 +214,40 @@ def sidecar_evaluator(ctx, model, x, y, directory: CheckpointDirectory, batch_si
 
 
 class Evaluation:
-    """What ``coordinator_loop`` calls: ``saved`` with every checkpoint, ``after_training``
-    once the training functions have ended."""
+    """What ``PsProgram`` builds on every rank (``build``) and what ``coordinator_loop``
+    calls: ``saved`` with every checkpoint, ``after_training`` once the training functions
+    have ended, with the final weights (the last checkpoint)."""
 
     def __init__(self, style: str, x, y, batch_size: int, shards: int,
                  directory: CheckpointDirectory | None):
         self.style, self.x, self.y = style, x, y
         self.batch_size, self.shards, self.directory = batch_size, shards, directory
+        self.functions: dict = {}
 
-    def saved(self, ctx, checkpoint: dict) -> None:
-        if self.directory is not None:
-            weights = {k: v for k, v in checkpoint.items() if k != "iterations"}
-            self.directory.save(ctx, int(checkpoint["iterations"]), weights)
-
-    def after_training(self, ctx, coordinator, model, variables: dict):
-        x, y, b = self.x, self.y, self.batch_size
-        weights = {name: var.numpy() for name, var in variables.items()}
-        if self.style == "inline":
-            total, visits = yield from evaluate_inline(ctx, model, weights, x, y, b)
-        elif self.style == "distributed":
-            total, visits = yield from evaluate_distributed(coordinator, model, variables,
-                                                            x, y, b)
+    def build(self, program) -> None:
+        args = (program.strategy, program.model, program.variables, self.x, self.y,
+                self.batch_size)
+        if self.style == "distributed":
+            self.functions = distributed_functions(*args)
         elif self.style == "exactly_once":
-            total, visits = yield from evaluate_exactly_once(coordinator, model, variables,
-                                                             x, y, b, self.shards)
+            self.functions = exactly_once_functions(*args, self.shards)
+
+    def saved(self, ctx, step: int, pending) -> None:
+        """A checkpoint after ``step`` steps, whose values the ``pending`` save reads."""
+        if self.directory is not None:
+            self.directory.save(ctx, step, None, pending)
+
+    def after_training(self, ctx, coordinator, program, final_weights):
+        """``final_weights()``: the last checkpoint's values (``yield from``)."""
+        x, y, b = self.x, self.y, self.batch_size
+        if self.style == "inline":
+            weights = yield from final_weights()
+            total, visits = yield from evaluate_inline(ctx, program.model, weights, x, y, b)
+        elif self.style == "distributed":
+            total, visits = yield from evaluate_distributed(ctx, coordinator, self.functions)
+        elif self.style == "exactly_once":
+            total, visits = yield from evaluate_exactly_once(coordinator, self.functions,
+                                                             len(x))
         else:
             return {"style": self.style}
         return result(self.style, total, visits)
@@ -237,15 +281,17 @@ def evaluation_program(exercise: Exercise, style: str, eval_examples: int = 256,
         jobs["evaluator"] = 1
         directory = CheckpointDirectory()
     evaluation = Evaluation(style, x, y, eval_batch, shards, directory)
-    cluster, failures = InProcessCluster(), check_failures(exercise)
+    training = make_main(exercise, evaluation)
+    here = set()  # this rank's tasks (the sidecar needs them all)
 
     def main(ctx):
+        here.add(ctx.name)
         if ctx.task_type == "evaluator":
             return sidecar_evaluator(ctx, model, x, y, directory, eval_batch, poll_ns,
                                      timeout_ns)
-        if ctx.task_type != "chief":
-            return cluster.server(ctx).join()
-        return coordinator_loop(ctx, exercise, cluster, failures, evaluation)
+        if style == "sidecar" and ctx.task_type == "chief":  # says it once, on rank 0
+            return _one_process(ctx, here, training(ctx))
+        return training(ctx)
 
     def finish(run: RunResult, out) -> RunResult:
         if style == "sidecar":
@@ -255,6 +301,18 @@ def evaluation_program(exercise: Exercise, style: str, eval_examples: int = 256,
         return run
 
     return jobs, main, finish
+
+
+def _one_process(ctx, here: set, main):
+    """``main``, once every task of the cluster is known to run in this process: the
+    side-car evaluator reads the checkpoints the chief writes through a directory both
+    share, not through messages."""
+    if len(here) < ctx.num_tasks:
+        raise InvalidArgumentError(
+            "--evaluation sidecar runs in one process: its evaluator reads the chief's "
+            "checkpoints from a directory they share, not by messages; run it without "
+            "mpiexec (or with -n 1)")
+    return (yield from main)
 
 
 def simulate_evaluation(exercise: Exercise, style: str, eval_examples: int = 256,
@@ -288,6 +346,7 @@ def describe(evaluation: dict) -> str:
             f"{int((visits == 0).sum())} never)")
 
 
-__all__ = ["CheckpointDirectory", "STYLES", "describe", "evaluate_distributed",
-           "evaluate_exactly_once", "evaluate_inline", "evaluation_program",
-           "sidecar_evaluator", "simulate_evaluation"]
+__all__ = ["CheckpointDirectory", "STYLES", "describe", "distributed_functions",
+           "evaluate_distributed", "evaluate_exactly_once", "evaluate_inline",
+           "evaluation_program", "exactly_once_functions", "sidecar_evaluator",
+           "simulate_evaluation"]
