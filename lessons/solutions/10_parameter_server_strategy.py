@@ -16,7 +16,7 @@ def predict_function_runs():
 
 
 def choose_steps_per_execution():
-    """k = 1 and 2 pay the coordinator's 100 us per function 40 and 20 times (4.27 and
-    2.87 ms); k = 4 (10 functions, 2.27 ms) is the first under 2.5 ms. With k = 10 and more
+    """k = 1 and 2 pay the coordinator's 100 us per function 40 and 20 times (4.29 and
+    2.89 ms); k = 4 (10 functions, 2.29 ms) is the first under 2.5 ms. With k = 10 and more
     the functions are few and long, and a worker idles at the end."""
     return 4
