@@ -126,7 +126,7 @@ class Session:
             client.run = executor
         try:
             self.master.steps += 1
-            world.wait(executor.start(world.tasks, self.master.steps))
+            world.wait(executor.start(world.tasks))
         finally:
             if in_client:
                 client.run = None

@@ -1,19 +1,19 @@
-"""Models TF's executor: runs the placed subgraph of one ``Session.run`` in simulated time.
+"""Models TF's workers running the master's partitions of one ``Session.run`` in simulated time.
 
-Every op is a process on its task: it waits for its inputs and control inputs, takes a
-thread of the task's inter-op pool, runs its numpy kernel, and occupies its device's stream
-for the time the roofline cost model gives (one op at a time per device; a CPU op is spread
-over the intra-op threads). Every edge between two devices is a Send/Recv pair: inside a
+The master (``master.py``) sends a RunGraph request to every task with a partition and waits
+for each one's response; a worker runs its partitions when the request arrives. Every op is
+a process on its task: it waits for its inputs and control inputs, takes a thread of the
+task's inter-op pool, runs its numpy kernel, and occupies its device's stream for the time
+the roofline cost model gives (one op at a time per device; a CPU op is spread over the
+intra-op threads). Every edge between two devices is a ``_Send``/``_Recv`` pair: inside a
 task over the machine's link (PCIe for a GPU, shared memory between CPU devices), between
-tasks over the network with ``ctx.send`` / ``ctx.recv``. Both appear in the trace.
+tasks a message (``ctx.send`` / ``ctx.recv``) tagged with the edge's rendezvous name and the
+step. Both appear in the trace, as does each task's part of the step ("RunGraph" lane).
 
 A kernel may block (TF's asynchronous kernels: a queue's dequeue, an accumulator's take):
 it returns a generator, which runs as a simulated process that waits on the runtime's
 resources (``simdist.sim.resources``) while other ops, sessions and tasks go on; the op gives
 its inter-op thread back meanwhile, as an AsyncOpKernel does.
-
-A run starts in the simulation of its job (``world.py``), next to whatever else runs there
-(other clients' runs, queue runners), and ends when its last op has.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ import numpy as np
 
 from simdist.hardware.device_spec import DeviceSpec
 from simdist.sim.core import Interrupt
-from simdist.base.errors import (CancelledError, DeadlineExceededError, OutOfRangeError,
-                                 UnavailableError)
+from simdist.base.errors import CancelledError, UnavailableError
 from simdist.sim.network import EXECUTOR_FLOW_SPACE, flow_id
 from simdist.sim.payloads import Phantom
 from simdist.sim.resources import Pool
 from simdist.graph.registry import REF_INPUT_OPS, op_def
 from simdist.graph.variables import Ref
+from simdist.graph._sim.kernel_context import KernelContext
 
 #: the bytes of a RunGraph request or response without tensors (the RPC's header)
 RPC_BYTES = 64
@@ -44,7 +44,7 @@ class SimTasks:
         self.runtimes = runtimes
         self.contexts: dict = {}
         self.pools: dict[str, Pool] = {}
-        self.runs = 0
+        self.steps: dict[str, int] = {}  # master task -> steps it started
 
     def add(self, ctx):
         runtime = self.runtimes[ctx.name]
@@ -76,9 +76,8 @@ class SessionRun:
     simulation's), its start and end time on the job's clock, and the peak GPU memory."""
 
     def __init__(self, values, trace, start_time, end_time, peak_memory):
-        self.values, self.trace = values, trace
+        self.values, self.trace, self.peak_memory = values, trace, peak_memory
         self.start_time, self.end_time = start_time, end_time
-        self.peak_memory = peak_memory
 
     @property
     def duration(self) -> int:
@@ -87,7 +86,7 @@ class SessionRun:
 
 
 class Executor:
-    """Runs ``ops`` (topologically sorted, all placed) once."""
+    """Runs the master's plan of one ``Session.run`` (``master.ClientGraph``) once."""
 
     def __init__(self, graph, runtimes, feeds, fetches, timeout_ms: int = 0,
                  daemon: bool = False, step_stats=None):
@@ -106,11 +105,14 @@ class Executor:
         self.blocking: dict = {}  # op process -> the KernelContext of its waiting kernel
         self.error = None  # the first error of the run, raised by the session
 
-    def start(self, tasks: SimTasks, step: int):
-        """Start this run inside a running simulation (``step``: its number at its master);
-        returns the event of its end: the master has every worker's RunGraph response."""
+    def start(self, tasks: SimTasks):
+        """Start this run inside a running simulation; returns the event of its end: the
+        master has every worker's RunGraph response. Its step id is unique in the job (TF:
+        a random 64-bit id): the master task's count of the steps it started."""
         self.tasks = tasks
-        self.step = f"{self.graph.master} step {step}"
+        master = self.graph.master
+        tasks.steps[master] = step = tasks.steps.get(master, 0) + 1
+        self.step = f"{master} step {step}"
         self.start_time = tasks.contexts[self.graph.master].now
         procs = [tasks.contexts[name].process(self._run_graph(tasks.contexts[name]),
                                               name=f"RunGraph ({self.step})",
@@ -404,8 +406,7 @@ class Executor:
         return any(c.type in REF_INPUT_OPS for c in self._consumers_on(tensor, device))
 
     def _reader(self, tensor, device):
-        consumers = self._consumers_on(tensor, device)
-        return consumers[0] if consumers else tensor.op
+        return next(iter(self._consumers_on(tensor, device)), tensor.op)
 
     def _transfer_in_task(self, ctx, edge):
         """A Send/Recv pair between two devices of one task, over the machine's link (PCIe
@@ -447,49 +448,3 @@ def _take_thread(pool):
         pool.cancel(request)
         raise
     return [True]
-
-
-class KernelContext:
-    """What a kernel may ask of the runtime (TF's OpKernelContext): the resource manager of
-    its op's task, and, for a kernel that blocks, the simulation it waits in and the run's
-    deadline (``operation_timeout_in_ms``)."""
-
-    def __init__(self, runtime, ctx, deadline: int | None = None):
-        self.runtime, self.ctx, self.deadline = runtime, ctx, deadline
-        self.pending = None  # (store, request) while the kernel waits on a resource
-
-    @property
-    def env(self):
-        return self.ctx.env
-
-    def resources(self, op):
-        return self.runtime.resources
-
-    def wait(self, store, request, op):
-        """Wait for ``request`` (a put or get of ``store``) and return its value; past the
-        run's deadline it is withdrawn: TF's DeadlineExceededError. A closed store's errors
-        name the op, as TF's do."""
-        self.pending = (store, request)
-        try:
-            if self.deadline is not None and not request.triggered:
-                timer = self.env.timeout(max(0, self.deadline - self.env.now))
-                try:
-                    yield self.env.any_of([request, timer])
-                finally:
-                    timer.cancel()
-                if not request.triggered:
-                    store.cancel(request, DeadlineExceededError(
-                        "Timed out waiting for notification"))
-            return (yield request)
-        except (OutOfRangeError, CancelledError) as error:
-            raise type(error)(f"{error}\n\t [[{{{{node {op.name}}}}}]]") from None
-        finally:
-            self.pending = None
-
-    def record_size(self, store):
-        """The store's size as a counter in the trace ("queue NAME")."""
-        self.ctx.counter(f"queue {store.name}", size=len(store))
-
-    def record(self, lane: str, name: str, **args):
-        """An instant in the trace, on ``lane`` of the op's task (e.g. a dropped gradient)."""
-        self.ctx.instant(lane, name, "event", **args)
