@@ -12,7 +12,8 @@ def ps_nic_bytes(parameters, workers, ps, gradient_dtype):
     ``gradient_dtype`` ("float32" or "float16"). In one round of updates every worker reads
     the weights and pushes one gradient (one synchronous step does exactly this). How many
     bytes does one ps NIC receive, and how many does it send, in that round? Return the pair
-    ``(received, sent)``; the few bytes of the global step and the bias do not count.
+    ``(received, sent)``; the few bytes of the global step, the bias and the RunGraph
+    requests and responses do not count.
     """
     raise NotImplementedError("exercise ps_nic_bytes: return (received, sent) in bytes")
 

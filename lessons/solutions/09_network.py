@@ -14,13 +14,13 @@ def choose_ps_shards():
     """One worker alone makes an update every 8.7 ms and keeps a ps NIC busy 3.2 ms of them
     (4 MB at 1.25 GB/s) in each direction: four offer 4 x 3.2 / 8.7 = 1.47 NICs' worth. Two
     ps tasks would be 73% busy (the simulator measures 57%, as queueing slows the workers
-    down), three 49% (measured 45%)."""
+    down), three 49% (measured 44%)."""
     return 3
 
 
 def backup_workers_for_throughput():
     """A step waits for the fastest 6 - b gradients: b = 0 waits for the 6 ms worker (6
-    gradients in a 5.6 ms step: 1,071/s), b = 1 for the 3 ms one (5 in 3.1 ms: 1,626/s),
-    b = 2 only for 1 ms workers (4 in 2.0 ms: 1,965/s, the most), b = 3 is no faster with
-    one gradient fewer (1,472/s)."""
+    gradients in a 5.6 ms step: 1,067/s), b = 1 for the 3 ms one (5 in 3.1 ms: 1,614/s),
+    b = 2 only for 1 ms workers (4 in 2.1 ms: 1,878/s, the most), b = 3 is no faster with
+    one gradient fewer (1,440/s)."""
     return 2
