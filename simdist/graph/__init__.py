@@ -55,6 +55,7 @@ from simdist.graph.sync_replicas_optimizer import SyncReplicasOptimizer
 from simdist.graph.script_ops import timed_py_func
 from simdist.graph.placement import parse_placement_log
 from simdist.graph.run_metadata import RunMetadata, RunOptions
+from simdist.graph.graph_def import GraphDef, NodeDef, import_graph_def
 from simdist.graph import timeline
 from simdist.graph.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from simdist.graph._sim.runtime import Machine

@@ -17,34 +17,14 @@ result is cached per (fetches, feeds, targets), as TF caches its executors.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from simdist.hardware.device_spec import DeviceSpec
+from simdist.graph.graph_def import GraphDef, NodeDef, input_name, node_def
 from simdist.graph.registry import REF_INPUT_OPS
 
 #: op types whose output is a variable's buffer (a reference): read where it lives
 VARIABLE_OPS = frozenset({"VariableV2"})
-
-
-@dataclass(frozen=True)
-class NodeDef:
-    """TF's NodeDef: a node of a partition graph (``input``: "name", "name:1", "^name")."""
-
-    name: str
-    op: str
-    device: str
-    input: tuple = ()
-    attr: dict = field(default_factory=dict, compare=False)
-
-
-@dataclass
-class GraphDef:
-    """TF's GraphDef: the nodes of one partition."""
-
-    node: list
-
-    def __repr__(self):
-        return f"GraphDef({len(self.node)} nodes on {self.node[0].device if self.node else '-'})"
 
 
 @dataclass(frozen=True)
@@ -184,10 +164,6 @@ class Master:
         return ClientGraph(ops, placement, client, edges, graphs, self.task)
 
 
-def _input_name(t) -> str:
-    return t.op.name if t.value_index == 0 else t.name
-
-
 def _partition_graphs(ops, placement, feeds, fetches, client, edges, feed_node) -> list:
     """TF's partition graphs: each device's ops, its ``_Recv`` nodes (inputs from other
     devices, and the feeds on the client device) and ``_Send`` nodes."""
@@ -196,7 +172,7 @@ def _partition_graphs(ops, placement, feeds, fetches, client, edges, feed_node) 
     recv_of.update({(e.item, e.reader): e.recv_name for e in edges if e.reader is not None})
     for t in feeds:
         attr = _send_recv_attr(client, client, t.name, True, t)
-        nodes[client].append(NodeDef(feed_node[t], "_Recv", client, (), attr))
+        nodes[client].append(NodeDef(feed_node[t], "_Recv", client, (), _outputs(attr, t)))
     for op in ops:
         device = placement[op]
         inputs = []
@@ -205,28 +181,28 @@ def _partition_graphs(ops, placement, feeds, fetches, client, edges, feed_node) 
             if src != device:
                 inputs.append(recv_of.get((t, op)) or recv_of[(t, device)])
             else:
-                inputs.append(feed_node[t] if t in feeds else _input_name(t))
+                inputs.append(feed_node[t] if t in feeds else input_name(t))
         for c in op.control_inputs:
             if c in placement:
                 inputs.append("^" + (c.name if placement[c] == device else
                                      recv_of[(c, device)]))
-        nodes[device].append(NodeDef(op.name, op.type, device, tuple(inputs),
-                                     {k: v for k, v in op.attrs.items()}))
+        nodes[device].append(node_def(op, device, inputs))
     for e in edges:
         tensor = None if e.control else e.item
         source = e.item.name if e.control else (
-            feed_node[tensor] if tensor in feeds else _input_name(tensor))
+            feed_node[tensor] if tensor in feeds else input_name(tensor))
         attr = _send_recv_attr(e.src_device, e.dst_device, e.tensor_name, False, tensor)
         waits = tuple("^" + (c.name if placement[c] == e.src_device else
                              recv_of[(c, e.src_device)]) for c in e.after)
         nodes[e.src_device].append(NodeDef(e.send_name, "_Send", e.src_device,
                                            (("^" if e.control else "") + source,) + waits,
                                            attr))
-        nodes[e.dst_device].append(NodeDef(e.recv_name, "_Recv", e.dst_device, (), attr))
+        nodes[e.dst_device].append(NodeDef(e.recv_name, "_Recv", e.dst_device, (),
+                                           _outputs(attr, tensor)))
     for t in fetches:
         name = f"_send_{t.name.replace(':', '_')}"
         source = feed_node[t] if t in feeds else (
-            _input_name(t) if placement[t.op] == client else recv_of[(t, client)])
+            input_name(t) if placement[t.op] == client else recv_of[(t, client)])
         attr = _send_recv_attr(client, client, t.name, True, t)
         nodes[client].append(NodeDef(name, "_Send", client, (source,), attr))
     return [GraphDef(n) for n in nodes.values() if n]
@@ -239,3 +215,10 @@ def _send_recv_attr(src: str, dst: str, name: str, client_terminated: bool, tens
     if tensor is not None:
         attr["T"] = tensor.dtype
     return attr
+
+
+def _outputs(attr: dict, tensor) -> dict:
+    """A _Recv's attributes with its output (the tensor it receives; none for a control
+    edge), so that a worker can build it again (``graph_def.import_graph_def``)."""
+    return {**attr, "_output_types": [] if tensor is None else [tensor.dtype],
+            "_output_shapes": [] if tensor is None else [tensor.shape]}
