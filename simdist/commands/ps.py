@@ -18,6 +18,7 @@ import sys
 from simdist.base.files import check_output
 from simdist.commands import option_type, reporting_errors
 from simdist.distribute.failures import SYNTAX, Failure
+from simdist.sim.launcher import mpiexec_world
 
 
 def _step_times(text: str) -> list[float]:
@@ -78,6 +79,13 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", metavar="PNG", help="draw loss, global step and gradients")
     parser.add_argument("--timeline", metavar="PNG", help="draw the timeline of every task")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    rank, ranks = mpiexec_world()
+    if ranks > 1:  # every rank would run the whole job and write the same files
+        if rank == 0:
+            print(f"simdist ps: error: mpiexec -n {ranks}: simdist ps runs its TF1 job in one "
+                  "process for now (its clients, sessions and queues are not spread over MPI "
+                  "ranks yet); run it without mpiexec, or with -n 1", file=sys.stderr)
+        return 2
     return reporting_errors("simdist ps", _train, args)
 
 

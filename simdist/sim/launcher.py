@@ -27,6 +27,16 @@ def under_mpiexec() -> bool:
     return any(v in os.environ for v in MPI_ENV_VARS)
 
 
+def mpiexec_world() -> tuple[int, int]:
+    """(this process's rank, the number of ranks) as mpiexec's environment says; (0, 1)
+    outside mpiexec. Read without starting MPI, for a command that must refuse early."""
+    for rank_var, size_var in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                               ("PMI_RANK", "PMI_SIZE")):
+        if size_var in os.environ:
+            return int(os.environ.get(rank_var, 0)), int(os.environ[size_var])
+    return 0, 1
+
+
 @functools.lru_cache(maxsize=None)
 def mpiexec_path() -> str:
     candidates = [os.environ.get("MPIEXEC"), str(Path(sys.executable).parent / "mpiexec"),
