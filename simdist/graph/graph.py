@@ -260,18 +260,6 @@ class Graph:
         self._by_name[op.name] = op
         return op
 
-    def _add_imported(self, op: Operation):
-        """Add ``op``, built from a NodeDef (``import_graph_def``), under its own name."""
-        if self.finalized:
-            raise InvalidArgumentError(f"the graph is finalized and cannot be modified "
-                                       f"(importing {op.name!r})")
-        if op.name in self._by_name:
-            raise InvalidArgumentError(f"Duplicate node name in graph: {op.name!r} (the graph "
-                                       "already has an op of that name)")
-        self._name_counts[op.name.lower()] = max(1, self._name_counts.get(op.name.lower(), 0))
-        self._ops.append(op)
-        self._by_name[op.name] = op
-
     def as_graph_def(self):
         """tf.Graph.as_graph_def(): the graph as data (``graph_def.GraphDef``)."""
         from simdist.graph.graph_def import as_graph_def

@@ -102,9 +102,23 @@ def import_graph_def(graph_def: GraphDef, name: str = "import", graph=None) -> l
         colocated = node.attr.get("_class")
         if colocated:
             op.colocate = made.get(colocated[0][len("loc:@"):])
-        graph._add_imported(op)
+        _add(graph, op)
         made[node.name] = op
     return list(made.values())
+
+
+def _add(graph, op) -> None:
+    """Add ``op``, built from a NodeDef, to ``graph`` under its own name."""
+    if graph.finalized:
+        raise InvalidArgumentError(f"the graph is finalized and cannot be modified "
+                                   f"(importing {op.name!r})")
+    if op.name in graph._by_name:
+        raise InvalidArgumentError(f"Duplicate node name in graph: {op.name!r} (the graph "
+                                   "already has an op of that name)")
+    key = op.name.lower()
+    graph._name_counts[key] = max(1, graph._name_counts.get(key, 0))
+    graph._ops.append(op)
+    graph._by_name[op.name] = op
 
 
 def _in_input_order(nodes) -> list:
