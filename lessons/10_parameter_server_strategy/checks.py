@@ -4,7 +4,9 @@
 Each runs TF2's parameter-server training on the simulated cluster and measures what the
 learner decided or predicted: the bytes each ps stores under the learner's partitioner, the
 functions a worker failure makes run, and the steps_per_execution that trains fastest. The
-simulator is deterministic, so each measurement is made once per process.
+simulator is deterministic, so each measurement is made once per process. Exercise 4's job
+(the learner's registered function, scheduled by name) runs in one process here and over
+MPI ranks in ``coordinator_mpi.py``.
 """
 
 from functools import lru_cache
@@ -12,16 +14,20 @@ from functools import lru_cache
 import numpy as np
 
 from simdist import simulate
+from simdist.distribute.cluster_coordinator import ClusterCoordinator
+from simdist.hardware.cluster import ClusterSpec, task_to_rank
+from simdist.training.data import classification, global_batches
 from simdist.training import simulate_exercise
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from simdist.distribute.server import InProcessCluster
+from simdist.distribute.strategy import InputContext
 from simdist.distribute.sharded_variable import (FixedShardsPartitioner, MinSizePartitioner,
                                                  Partitioner)
 from simdist.training.exercises import Exercise
 from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"choose_partitioner": 2, "predict_function_runs": 1,
-              "choose_steps_per_execution": 2}
+              "choose_steps_per_execution": 2, "register_functions": 2}
 
 
 def _is_int(value) -> bool:
@@ -205,6 +211,151 @@ def check_packing(module):
     return f"steps_per_execution={mine}: 40 steps in {training_ns(mine) / 1e6:.2f} ms"
 
 
+# -- exercise 4 ------------------------------------------------------------------------------
+
+#: the job of exercise 4 (4 tasks: mpiexec -n 1 to 4), the functions its coordinator
+#: schedules, and the batches of its per-worker dataset
+LABELS_JOB = {"chief": 1, "worker": 2, "ps": 1}
+SCHEDULED = 12
+CLASSES, BATCH = 4, 8
+
+
+def dataset_fn(input_context):
+    """Exercise 4's per-worker dataset: batches of 8 (x, y), labels 0 to 3, shuffled with the
+    worker's own seed; 12 batches, enough for a worker that runs every function."""
+    data = classification(n=64, features=4, classes=CLASSES, seed=7)
+    return global_batches(data, BATCH, SCHEDULED, seed=input_context.input_pipeline_id)
+
+
+def _registered(cluster, fn) -> bool:
+    return any(f is fn for f in cluster.functions.values())
+
+
+def prepare_labels_job(module):
+    """The learner's ``register_functions`` on a fresh ``InProcessCluster`` (on every rank,
+    before the job): (cluster, the function to schedule). What must travel by name must be
+    registered, on any number of ranks (in one process simdist would register it for you)."""
+    cluster = InProcessCluster()
+    fn = module.register_functions(cluster, dataset_fn)
+    if not callable(fn):
+        raise CheckFailed(f"register_functions returned {fn!r}, expected the function the "
+                          "coordinator schedules", tr("return the function itself (not its "
+                                                      "name, not its result)",
+                                                      "返回函数本身（不是它的名字，也不是它的结果）"))
+    name = getattr(fn, "__name__", repr(fn))
+    if not _registered(cluster, fn):
+        raise CheckFailed(
+            f"the function to schedule, {name}, is not registered (registered: "
+            f"{sorted(cluster.functions) or 'nothing'})",
+            tr("across MPI ranks a scheduled function travels by its registered name only: "
+               "call cluster.register(fn) in register_functions, which every rank runs",
+               "跨 MPI 进程时，被调度的函数只以注册名传过去：在每个进程都会运行的 "
+               "register_functions 里调用 cluster.register(fn)"))
+    if not _registered(cluster, dataset_fn):
+        raise CheckFailed(
+            f"dataset_fn is not registered (registered: {sorted(cluster.functions)}): a "
+            "worker on another rank could not build its per-worker dataset",
+            tr("the dataset function travels too: each worker builds its per-worker dataset "
+               "itself, on its own rank, from the dataset function's registered name; "
+               "register dataset_fn as well",
+               "数据集函数也要传过去：每个工作器在自己的进程里，按数据集函数的注册名自己构建"
+               "每工作器数据集；把 dataset_fn 也注册上"),
+            tr("with one rank simdist registers a missing function for you, which hides the "
+               "mistake; the check asks for it on any number of ranks",
+               "只有一个进程时 simdist 会替你注册缺的函数，错误就被掩盖了；所以无论几个进程，"
+               "检查都要求注册"))
+    return cluster, fn
+
+
+def run_labels_job(cluster, fn, transport=None):
+    """Exercise 4's job: the coordinator makes a per-worker dataset of ``dataset_fn`` and
+    schedules ``fn(iterator)`` ``SCHEDULED`` times. The chief returns {"values": [...]}
+    or {"error": "..."}: an error of the learner's function ends no rank early."""
+
+    def main(ctx):
+        if ctx.task_type != "chief":
+            return (yield from cluster.server(ctx).join())
+        coordinator = ClusterCoordinator(ParameterServerStrategy(ctx, cluster.resolver(ctx)))
+        iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+        values = [coordinator.schedule(fn, args=(iterator,)) for _ in range(SCHEDULED)]
+        fetched = []
+        try:
+            yield from coordinator.join()
+            for value in values:
+                fetched.append((yield from value.fetch()))
+        except Exception as error:  # noqa: BLE001 -- the learner's function failed: report it
+            return {"error": f"{type(error).__name__}: {error}"}
+        return {"values": fetched}
+
+    return simulate(LABELS_JOB, main, transport=transport)
+
+
+def task_ranks(ranks: int) -> str:
+    """"chief:0 on rank 0, worker:0 on rank 1, ...": where each task of the job runs."""
+    tasks = [t.name for t in ClusterSpec(LABELS_JOB).tasks()]
+    return ", ".join(f"{t} on rank {r}" for t, r in zip(tasks, task_to_rank(len(tasks), ranks)))
+
+
+def _expected_counts(result) -> dict:
+    """{function number: (worker, batch index, label counts of that batch)}: each worker's
+    functions, in the order they ran there, took its dataset's batches in turn."""
+    runs: dict = {}
+    for span in sorted(result.trace.spans, key=lambda s: s.start):
+        if span.cat == "function":
+            runs.setdefault(span.pid, []).append(int(span.args["function"].rsplit("#", 1)[1]))
+    want = {}
+    for worker, numbers in runs.items():
+        w = int(worker.split(":")[1])
+        batches = list(dataset_fn(InputContext(LABELS_JOB["worker"], w, 1)))
+        for j, number in enumerate(numbers):
+            want[number] = (worker, j, np.bincount(batches[j][1], minlength=CLASSES))
+    return want
+
+
+def verify_labels(result, name: str) -> str:
+    """What rank 0 sees of the job: every function's label counts right, else CheckFailed."""
+    got = result.returns["chief:0"]
+    if "error" in got:
+        raise CheckFailed(f"{name} failed on a worker: {got['error']}",
+                          tr("the function runs on the worker: next(iterator) gives its next "
+                             "(x, y) batch; return the counts as numbers or a numpy array",
+                             "这个函数在工作器上运行：next(iterator) 给出它的下一个 (x, y) "
+                             "批次；以数字或 numpy 数组返回计数"))
+    want = _expected_counts(result)
+    for number, value in enumerate(got["values"], start=1):
+        worker, j, counts = want[number]
+        mine = np.asarray(value)
+        if mine.shape == counts.shape and np.array_equal(mine, counts):
+            continue
+        if mine.ndim == 0:
+            hint = tr("one number per class, not one for the batch",
+                      "每个类别一个数，而不是整个批次一个数")
+        elif mine.ndim == 1 and mine.sum() == BATCH and len(mine) < CLASSES:
+            hint = tr("a batch may hold no example of the last classes: still return 4 "
+                      "counts (np.bincount(y, minlength=4))",
+                      "一个批次里可能没有最后几个类别的样本：仍要返回 4 个计数"
+                      "（np.bincount(y, minlength=4)）")
+        else:
+            hint = tr("take one batch with x, y = next(iterator) and count each label in y, "
+                      "class 0 first", "用 x, y = next(iterator) 取一个批次，数出 y 中每个"
+                      "标签出现的次数，类别 0 在前")
+        raise CheckFailed(f"{name}#{number} ran on {worker} and returned {mine.tolist()}; "
+                          f"its batch ({worker}'s batch {j}) holds {counts.tolist()} "
+                          "examples of classes 0-3", hint)
+    per_worker = {}
+    for worker, _, _ in want.values():
+        per_worker[worker] = per_worker.get(worker, 0) + 1
+    total = sum(np.asarray(v) for v in got["values"])
+    return (f"{SCHEDULED} runs of {name} by name ("
+            + ", ".join(f"{w}: {n}" for w, n in sorted(per_worker.items()))
+            + f"); label counts of the {int(total.sum())} examples: {total.tolist()}")
+
+
+def check_labels(module):
+    cluster, fn = prepare_labels_job(module)
+    return verify_labels(run_labels_job(cluster, fn), fn.__name__)
+
+
 CHECKS = [
     Check("partitioner", "choose_partitioner",
           tr("a partitioner that balances the ps", "让各参数服务器均衡的分区器"),
@@ -214,4 +365,7 @@ CHECKS = [
     Check("packing", "choose_steps_per_execution",
           tr("the smallest steps_per_execution that trains fast enough",
              "训练够快的最小 steps_per_execution"), check_packing),
+    Check("registered", "register_functions",
+          tr("a scheduled function and its dataset, registered to travel by name",
+             "被调度的函数及其数据集，注册后按名字传到工作器"), check_labels),
 ]

@@ -5,6 +5,8 @@ NotImplementedError(...)`` in the copy with your code, then run ``simdist check 
 check cells of the notebook).
 """
 
+import numpy as np  # noqa: F401 (yours to use)
+
 from simdist.distribute.sharded_variable import (  # noqa: F401 (yours to use)
     FixedShardsPartitioner, MaxSizePartitioner, MinSizePartitioner)
 
@@ -36,3 +38,18 @@ def choose_steps_per_execution():
     simulated time.
     """
     raise NotImplementedError("exercise choose_steps_per_execution: return an int")
+
+
+def register_functions(cluster, dataset_fn):
+    """Exercise 4 (★★): the coordinator of ``coordinator_mpi.py`` (a chief, 2 workers and
+    1 ps) makes a per-worker dataset of ``dataset_fn`` (batches of 8 ``(x, y)``, labels 0 to
+    3) and schedules one function 12 times, each on whichever worker is free. Under
+    ``mpiexec`` a function reaches a worker's rank by its registered name only: every rank
+    calls ``register_functions`` with its own ``InProcessCluster`` before the job starts.
+    Write the scheduled function, ``fn(iterator)``: it takes the next batch of the worker's
+    iterator and returns how many examples of each class the batch holds (4 ints, class 0
+    first). Register with ``cluster.register(f)`` every function a worker must find by name
+    on its own rank, and return the function to schedule.
+    """
+    raise NotImplementedError("exercise register_functions: write the scheduled function and "
+                              "register what a worker must find by name")

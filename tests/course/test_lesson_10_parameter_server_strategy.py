@@ -1,10 +1,12 @@
 """Lesson 10 (ParameterServerStrategy and the ClusterCoordinator): wrong answers with their
-hints, and the notebook (test_lesson_checks.py runs its checks on the solution and the
-stubs)."""
+hints, coordinator_mpi.py at 1, 2 and 4 MPI ranks, and the notebook (test_lesson_checks.py
+runs its checks on the solution and the stubs)."""
 
+from pathlib import Path
 
 import pytest
 
+from simdist.sim.launcher import run_mpi
 
 from tests.conftest import ROOT, LessonChecks, assert_notebook_shows
 
@@ -79,6 +81,112 @@ def test_wrong_steps_per_execution_get_what_is_wrong_and_a_hint(answer, message,
         assert r.detail.startswith("measured: 1: 4.29 ms, 2: 2.89 ms, 4: 2.29 ms"), r.detail
 
 
+# -- exercise 4: register_functions ----------------------------------------------------------
+
+COUNT = """import numpy as np
+
+
+def register_functions(cluster, dataset_fn):
+    def count_labels(iterator):
+        x, y = next(iterator)
+        return {result}
+{register}    return count_labels
+"""
+BOTH = "    cluster.register(count_labels)\n    cluster.register(dataset_fn)\n"
+ONLY_FN = "    cluster.register(count_labels)\n"
+
+
+@pytest.mark.parametrize("result, register, message, hint", [
+    ("np.bincount(y, minlength=4)", ONLY_FN,
+     "dataset_fn is not registered (registered: ['count_labels'])",
+     "the dataset function travels too"),
+    ("np.bincount(y, minlength=4)", "",
+     "the function to schedule, count_labels, is not registered (registered: nothing)",
+     "across MPI ranks a scheduled function travels by its registered name only"),
+    ("np.bincount(y)", BOTH, "count_labels#", "a batch may hold no example of the last"),
+    ("len(y)", BOTH, "count_labels#1 ran on worker:0 and returned 8; its batch (worker:0's "
+     "batch 0) holds", "one number per class"),
+    ("np.bincount(x)", BOTH, "count_labels failed on a worker: ValueError: object too deep",
+     "the function runs on the worker"),
+])
+def test_wrong_registrations_and_counts_get_what_is_wrong_and_a_hint(result, register,
+                                                                     message, hint):
+    r = _result("register_functions", COUNT.format(result=result, register=register))
+    assert not r.passed and r.message.startswith(message), r.message
+    assert r.hint.startswith(hint), r.hint
+    assert r.hint.zh and r.hint.zh != r.hint  # the hint speaks Chinese too
+
+
+def test_a_registered_function_is_scheduled_by_name_in_one_process():
+    r = _result("register_functions", COUNT.format(result="np.bincount(y, minlength=4)",
+                                                   register=BOTH))
+    assert r.passed and r.message == ("12 runs of count_labels by name (worker:0: 6, "
+                                      "worker:1: 6); label counts of the 96 examples: "
+                                      "[27, 20, 18, 31]"), r.message
+
+
+# -- exercise 5: coordinator_mpi.py under mpiexec, 1 to 4 ranks --------------------------------
+
+COORDINATOR_MPI = str(Path("lessons") / "10_parameter_server_strategy" / "coordinator_mpi.py")
+
+
+def _coordinator_mpi(ranks, *args):
+    proc = run_mpi(ranks, [COORDINATOR_MPI, *args], timeout=120, cwd=ROOT)
+    assert "MPI_ABORT" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert proc.stdout.count("coordinator_mpi") == 1, proc.stdout  # rank 0 alone reports
+    return proc
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_coordinator_mpi_passes_with_the_solution(ranks):
+    proc = _coordinator_mpi(ranks, "--solution")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"a chief, 2 workers and 1 ps over {ranks} MPI rank(s)" in proc.stdout
+    assert "registered on every rank: count_labels, dataset_fn" in proc.stdout
+    assert ("✓ the workers found count_labels and dataset_fn by name: 12 runs of count_labels "
+            "by name (worker:0: 6, worker:1: 6); label counts of the 96 examples: "
+            "[27, 20, 18, 31]") in proc.stdout, proc.stdout
+    if ranks == 4:
+        assert ("chief:0 on rank 0, worker:0 on rank 1, worker:1 on rank 2, ps:0 on rank 3"
+                in proc.stdout)
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_coordinator_mpi_fails_on_the_stub_as_not_done(ranks):
+    proc = _coordinator_mpi(ranks)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "coordinator_mpi: ✗ not done yet: exercise register_functions\nhint: replace the " \
+           "`raise NotImplementedError`" in proc.stdout, proc.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_coordinator_mpi_names_an_unregistered_dataset_fn(ranks, tmp_path):
+    mine = tmp_path / "mine.py"
+    mine.write_text(COUNT.format(result="np.bincount(y, minlength=4)", register=ONLY_FN))
+    proc = _coordinator_mpi(ranks, "--file", str(mine))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert ("coordinator_mpi: ✗ dataset_fn is not registered (registered: ['count_labels']): "
+            "a worker on another rank could not build its per-worker dataset\nhint: the "
+            "dataset function travels too") in proc.stdout, proc.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(150)
+def test_coordinator_mpi_reports_a_wrong_count_from_rank_0(tmp_path):
+    mine = tmp_path / "mine.py"
+    mine.write_text(COUNT.format(result="np.bincount(y)", register=BOTH))
+    proc = _coordinator_mpi(4, "--file", str(mine))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "over 4 MPI rank(s)" in proc.stdout
+    assert "  ✗ count_labels#" in proc.stdout and "a batch may hold no example" in proc.stdout
+
+
 NOTEBOOK_TEXT = ["no partitioner                           {'ps:0': 64000, 'ps:1': 640",
                  "20 functions, 2.20 ms",
                  "bytes moved per step: {'ps:0': 163, 'ps:1': 54}",
@@ -94,6 +202,8 @@ NOTEBOOK_TEXT = ["no partitioner                           {'ps:0': 64000, 'ps:1
                  "0.66413, 0.65907]\n         embedding    /job:ps/task:0 [4, 16], "
                  "/job:ps/task:1 [4, 16]\n         dense/kernel /job:ps/task:0 [16, 1]",
                  ", within float32 round-off: True",
+                 "the same trace on 1 and 4 MPI ranks, byte for byte: True",
+                 "coordinator_mpi: ✗ not done yet: exercise register_functions",
                  "not done yet: exercise choose_partitioner"]
 
 

@@ -1,0 +1,82 @@
+"""Lesson 10, exercise 4 under MPI: a ParameterServerStrategy job (a chief, 2 workers and
+1 ps) whose tasks are spread over the MPI ranks, the coordinator scheduling your registered
+function on the workers by name.
+
+    mpiexec -n 4 python -m mpi4py lessons/10_parameter_server_strategy/coordinator_mpi.py
+
+(yours; ``--solution`` runs the reference; any -n from 1 to 4 works; as root, or with more
+ranks than cores, Open MPI wants ``--allow-run-as-root --oversubscribe`` after ``mpiexec``).
+Every rank runs this same program, as every task of a real job runs the same file: each calls your
+``register_functions`` with its own ``InProcessCluster`` before the job starts, so that a
+worker's rank finds by name what the coordinator's "run" messages name. The values come back
+as real MPI messages while the cost model decides when they arrive. Rank 0 checks every label
+count; the exit code is 1 when a check fails (the job ends normally, without MPI_Abort).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from course.lang import WORDS, language
+from course.mpi import run_exercise
+from course.lessons import CheckFailed, load_module, localize, not_done_name, solution_path
+from simdist.sim.transports import MPITransport
+from course.workspace import exercise_file
+
+HERE = Path(__file__).resolve().parent
+
+
+def failure_text(error: BaseException, path: Path) -> str:
+    """What the report says when the learner's code fails on a rank."""
+    name = not_done_name(error)
+    if name:
+        return (f"not done yet: exercise {name}\nhint: replace the `raise NotImplementedError` "
+                f"in {path} with your code (simdist lesson start 10 copies the stubs)")
+    if isinstance(error, CheckFailed):
+        return _failed(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def _failed(error: CheckFailed) -> str:
+    lang = language()
+    text = f"{error.message}\n{WORDS[lang]['hint']}: {localize(error.hint, lang)}"
+    return text + (f"\n      {localize(error.detail, lang)}" if error.detail else "")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--solution", dest="file", action="store_const",
+                        const=str(solution_path(HERE)), help="use the reference solution")
+    parser.add_argument("--file", metavar="PATH",
+                        help="use register_functions from this file (default: your "
+                             "my_exercises/ copy)")
+    parser.set_defaults(file=str(exercise_file(HERE)))
+    path = Path(parser.parse_args(argv).file)
+    checks = load_module(HERE / "checks.py")
+    transport = MPITransport()
+    job = {}
+
+    def run():
+        cluster, fn = checks.prepare_labels_job(load_module(path))
+        job.update(name=fn.__name__, registered=sorted(cluster.functions))
+        return checks.run_labels_job(cluster, fn, transport)
+
+    def report(result):
+        ranks = transport.size
+        lines = [f"coordinator_mpi: register_functions from {path.name}; a chief, 2 workers "
+                 f"and 1 ps over {ranks} MPI rank(s) ({checks.task_ranks(ranks)})",
+                 f"  registered on every rank: {', '.join(job['registered'])}"]
+        try:
+            detail = checks.verify_labels(result, job["name"])
+        except CheckFailed as failed:
+            lines.append("  ✗ " + _failed(failed).replace("\n", "\n      "))
+            return "\n".join(lines), False
+        lines.append(f"  ✓ the workers found {job['name']} and dataset_fn by name: {detail}")
+        return "\n".join(lines), True
+
+    return run_exercise(transport, run, report, lambda e: failure_text(e, path),
+                        "coordinator_mpi")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
