@@ -1,3 +1,4 @@
+# long file: five exercises' checks, each with its story, its real-TF twin and its hints
 """Lesson 05, Clusters, servers, sessions and containers: the checks of ``simdist check 05``.
 
 They run the learner's code against simulated servers (``simdist.graph``): a story of counter
@@ -17,7 +18,7 @@ from simdist.graph._sim.runtime import DEFAULT_CONTAINER
 from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"predict_counters": 2, "predict_ps_tasks": 1, "server_from_tf_config": 1,
-              "fresh_experiment": 2}
+              "fresh_experiment": 2, "predict_partitions": 2}
 
 CLUSTER = {"ps": 1, "worker": 2}
 
@@ -286,6 +287,168 @@ def check_fresh(module):
             "default one alone")
 
 
+# -- exercise 5 ------------------------------------------------------------------------------
+
+#: the runs of exercise 5, one after the other: (name, the task whose target the session
+#: opens, the tensor it fetches, the tensor it feeds or None)
+PARTITION_RUNS = (("loss", "worker:0", "loss", "x"), ("scaled", "worker:0", "scaled", None),
+                  ("from_h", "worker:0", "loss", "h"), ("scaled_via_ps", "ps:0", "scaled", None))
+FIELDS = ("partitions", "pairs", "across_tasks", "feeds", "fetches")
+
+
+def partition_story(tf, targets, compute, runs):
+    """Build exercise 5's graph (h and y on ``compute``), run each of ``runs`` once in a
+    session on its target and count what RunMetadata.partition_graphs holds: {run: {field:
+    count}}. The same source runs with simdist.graph and with real TF."""
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable([[1.0, 2.0], [3.0, 4.0]], name="w")
+        with tf.device("/job:ps/task:1"):
+            b = tf.Variable([0.5, -0.5], name="b")
+        with tf.device(compute):
+            x = tf.placeholder(tf.float32, [1, 2], name="x")
+            h = tf.matmul(x, w, name="h")
+            y = tf.add(h, b, name="y")
+        with tf.device("/job:worker/task:0/device:CPU:0"):
+            loss = tf.reduce_sum(tf.square(y, name="sq"), name="loss")
+            scaled = tf.multiply(w, 2.0, name="scaled")
+    tensors = {"x": x, "h": h, "loss": loss, "scaled": scaled}
+
+    def attr(node, key):  # simdist's attr holds the value, real TF's an AttrValue
+        value = node.attr[key]
+        if hasattr(value, "WhichOneof"):
+            return value.s.decode() if value.WhichOneof("value") == "s" else value.b
+        return value
+
+    with tf.Session(targets[runs[0][1]], graph=graph) as sess:
+        sess.run([w.initializer, b.initializer])
+    counts = {}
+    for name, where, fetch, feed in runs:
+        metadata = tf.RunMetadata()
+        with tf.Session(targets[where], graph=graph) as sess:
+            sess.run(tensors[fetch], {tensors[feed]: [[1.0, 1.0]]} if feed else {},
+                     options=tf.RunOptions(output_partition_graphs=True),
+                     run_metadata=metadata)
+        nodes = [n for g in metadata.partition_graphs for n in g.node]
+        client = [n for n in nodes if n.op in ("_Send", "_Recv")
+                  and attr(n, "client_terminated")]
+        pairs = [n for n in nodes if n.op == "_Send" and not attr(n, "client_terminated")]
+        counts[name] = {
+            "partitions": len(metadata.partition_graphs), "pairs": len(pairs),
+            "across_tasks": sum(attr(n, "send_device").split("/device:")[0] !=
+                                attr(n, "recv_device").split("/device:")[0] for n in pairs),
+            "feeds": sum(n.op == "_Recv" for n in client),
+            "fetches": sum(n.op == "_Send" for n in client)}
+    return counts
+
+
+def sim_partition_story(runs=PARTITION_RUNS) -> dict:
+    """The runs on a simulated {ps: 2, worker: 1} cluster, worker:0 with one GPU."""
+    sim.stop_all_servers()
+    spec = ClusterSpec({"ps": 2, "worker": 1})
+    servers = {t.name: sim.Server(spec, t.task_type, t.task_id, machine=sim.Machine(
+        gpus=1 if t.task_type == "worker" else 0)) for t in spec.tasks()}
+    try:
+        return partition_story(sim, {name: s.target for name, s in servers.items()},
+                               "/job:worker/task:0/device:GPU:0", runs)
+    finally:
+        sim.stop_all_servers()
+
+
+def real_partition_story(runs=PARTITION_RUNS, timeout: float = 120) -> dict:
+    """The same runs on real TF, its servers on free loopback ports in a private network.
+    No GPU is needed: worker:0 gets a second CPU device (device_count) for h and y, which
+    cuts the graph the same way as the GPU does."""
+    from realdist.runtime.localcluster import PrivateNetwork
+    from realdist.graph.tf1 import program_source, run_python
+    from realdist.runtime.processes import free_ports
+
+    ports = [f"127.0.0.1:{port}" for port in free_ports(3)]
+    code = program_source(partition_story) + f"""
+tf1.disable_resource_variables()  # TF1's reference variables, which simdist models
+cluster = tf1.train.ClusterSpec({{"ps": {ports[:2]!r}, "worker": {ports[2:]!r}}})
+servers = {{f"ps:{{i}}": tf1.train.Server(cluster, "ps", i) for i in range(2)}}
+servers["worker:0"] = tf1.train.Server(cluster, "worker", 0,
+                                       config=tf1.ConfigProto(device_count={{"CPU": 2}}))
+emit("counts", partition_story(tf1, {{n: s.target for n, s in servers.items()}},
+                               "/job:worker/task:0/device:CPU:1", {list(runs)!r}))
+"""
+    with PrivateNetwork() as net:
+        return run_python(code, timeout, net.preexec_fn())[0]["counts"]
+
+
+def _partition_hint(run: str, field: str, said: int, counts: dict) -> tuple:
+    if run == "scaled_via_ps" and field in ("pairs", "across_tasks"):
+        return (tr("feeds enter and fetches leave at the client device: the CPU:0 of the "
+                   "master, the task whose target the session opened",
+                   "feed 从客户端设备进入、fetch 从客户端设备离开：客户端设备是 master 的 CPU:0，"
+                   "也就是会话所连 target 的那个任务"),
+                tr("this session is on ps:0: scaled, made on worker:0, travels back to ps:0",
+                   "这个会话连在 ps:0 上：在 worker:0 上算出的 scaled 要再传回 ps:0"))
+    if field == "partitions":
+        if said > counts[field]:
+            return (tr("the master prunes the graph to what the fetches need",
+                       "master 把图剪枝到 fetch 所需要的部分"),
+                    tr("a device none of whose ops the fetches need gets no partition; a fed "
+                       "tensor replaces the ops that compute it (feeding h cuts off x, h's "
+                       "MatMul and w)", "fetch 用不到其任何操作的设备没有分区；被 feed 的张量"
+                       "取代了计算它的操作（feed h 就切掉了 x、h 的 MatMul 和 w）"))
+        return (tr("one partition per device that runs something, not one per task",
+                   "每个运行了东西的设备一个分区，而不是每个任务一个"),
+                tr("worker:0's CPU:0 and GPU:0 are two devices, so two partitions; the client "
+                   "device holds the feeds' _Recv and the fetches' _Send",
+                   "worker:0 的 CPU:0 和 GPU:0 是两个设备，所以是两个分区；客户端设备上有 feed 的 "
+                   "_Recv 和 fetch 的 _Send"))
+    if field == "pairs" and said == counts["pairs"] + counts["feeds"] + counts["fetches"]:
+        return (tr("feeds and fetches are counted apart: their _Recv and _Send have no "
+                   "partner in the graph", "feed 和 fetch 单独计数：它们的 _Recv 和 _Send "
+                   "在图中没有配对的节点"),
+                tr("they are client_terminated: the client hands the fed value to the _Recv "
+                   "and takes the fetched one from the _Send",
+                   "它们标着 client_terminated：客户端把 feed 的值交给 _Recv，从 _Send 取走 fetch 的值"))
+    if field == "pairs":
+        return (tr("one pair per tensor and device that needs it, when that device is not "
+                   "the one that made it", "每个张量对每个需要它的其他设备一对"),
+                tr("a fed tensor starts on the client device, so a consumer on the GPU needs "
+                   "a pair; a fetched one ends there, so one made elsewhere needs a pair too",
+                   "被 feed 的张量从客户端设备出发，所以 GPU 上的使用者需要一对；被 fetch 的张量"
+                   "终于客户端设备，所以在别处算出的也需要一对"))
+    if field == "across_tasks" and said == counts["pairs"]:
+        return (tr("a pair inside one task is not a message", "同一任务内的一对不是消息"),
+                tr("worker:0's CPU:0 and GPU:0 are one process: their pairs are copies over "
+                   "PCIe; the network carries only the pairs between tasks",
+                   "worker:0 的 CPU:0 和 GPU:0 在同一个进程里：它们之间的一对是经 PCIe 的拷贝；"
+                   "网络只承载任务之间的那些对"))
+    if field == "across_tasks":
+        return (tr("count the pairs whose _Send and _Recv are on different tasks",
+                   "数一数 _Send 和 _Recv 在不同任务上的那些对"), "")
+    return (tr("one client-terminated _Recv per fed tensor, one _Send per fetched tensor",
+               "每个被 feed 的张量一个 client_terminated 的 _Recv，每个被 fetch 的张量一个 _Send"),
+            tr("they sit on the client device, whatever the devices of the tensors",
+               "不论张量在哪个设备上，它们都在客户端设备上"))
+
+
+def check_partitions(module):
+    predicted = module.predict_partitions()
+    actual = sim_partition_story()
+    if not isinstance(predicted, dict) or set(predicted) != set(actual) or any(
+            not isinstance(predicted[run], dict) or set(predicted[run]) != set(FIELDS)
+            for run in actual):
+        raise CheckFailed(f"predict_partitions returned {predicted!r:.120}; expected a dict "
+                          f"with the runs {sorted(actual)}, each {{field: count}} for the "
+                          f"fields {list(FIELDS)}",
+                          tr("one dict of five counts per run", "每次运行一个含五个计数的字典"))
+    for run, counts in actual.items():
+        for field in FIELDS:
+            if predicted[run][field] != counts[field]:
+                raise CheckFailed(f"run {run}, {field}: you predicted "
+                                  f"{predicted[run][field]!r}, the master made {counts[field]}",
+                                  *_partition_hint(run, field, predicted[run][field], counts))
+    return ("every run's partitions, pairs, messages, feeds and fetches, as simdist's master "
+            "(and real TF's, in the tests) makes them")
+
+
 CHECKS = [
     Check("counters", "predict_counters",
           tr("predict_counters: what each client of the story sees",
@@ -299,4 +462,7 @@ CHECKS = [
     Check("fresh", "fresh_experiment",
           tr("fresh_experiment: starts fresh, cleans up, spares the others",
              "fresh_experiment：从头开始、清理干净、不碰别人的变量"), check_fresh),
+    Check("partitions", "predict_partitions",
+          tr("predict_partitions: the master's partitions and _Send/_Recv pairs",
+             "predict_partitions：master 的分区与 _Send/_Recv 对"), check_partitions),
 ]

@@ -51,3 +51,20 @@ def fresh_experiment(tf, target, build, steps):
     from fresh variables again.
     """
     raise NotImplementedError("exercise fresh_experiment: run it, free what it created")
+
+
+def predict_partitions():
+    """Exercise 5 (★★): predict the master's partitions and _Send/_Recv pairs of four runs.
+
+    Read ``partition_story`` and ``PARTITION_RUNS`` in lessons/05_clusters_sessions/checks.py
+    (do not run them!). On a {ps: 2, worker: 1} cluster whose worker:0 has one GPU: ``w`` on
+    ps:0, ``b`` on ps:1, ``h = matmul(x, w)`` and ``y = h + b`` on worker:0's GPU:0 (``x`` a
+    placeholder there), ``loss = reduce_sum(square(y))`` and ``scaled = w * 2.0`` on
+    worker:0's CPU:0. Each run opens a session on its task's target, fetches one tensor and
+    feeds one tensor or none. For every run return the counts of its
+    ``RunMetadata.partition_graphs``: ``{"loss": {"partitions": ..., "pairs": ...,
+    "across_tasks": ..., "feeds": ..., "fetches": ...}, ...}``: partition graphs; _Send/_Recv
+    pairs between two devices; those of them whose two devices are on different tasks;
+    client-terminated _Recv nodes (feeds) and _Send nodes (fetches), not counted in pairs.
+    """
+    raise NotImplementedError("exercise predict_partitions: return {run: {field: count}}")

@@ -51,3 +51,21 @@ def fresh_experiment(tf, target, build, steps):
     sess.close()
     tf.Session.reset(target, ["fresh_experiment"])
     return result
+
+
+def predict_partitions():
+    """The master's partitions of each run of checks.PARTITION_RUNS: one per device that runs
+    something after pruning, the client device (the master's CPU:0) included; one pair per
+    tensor and other device that needs it; feeds and fetches on the client device."""
+    return {
+        # ps:0, ps:1, worker:0's GPU:0 and CPU:0 (the client device); pairs: x to the GPU,
+        # w and b to the GPU (messages), y back to CPU:0 for the loss
+        "loss": {"partitions": 4, "pairs": 4, "across_tasks": 2, "feeds": 1, "fetches": 1},
+        # pruned to w and scaled: ps:0 and worker:0's CPU:0; w crosses once
+        "scaled": {"partitions": 2, "pairs": 1, "across_tasks": 1, "feeds": 0, "fetches": 1},
+        # feeding h cuts off x, the MatMul and w: no ps:0; h to the GPU, b, y back
+        "from_h": {"partitions": 3, "pairs": 3, "across_tasks": 1, "feeds": 1, "fetches": 1},
+        # the master is ps:0, so scaled leaves from ps:0's CPU:0: w out, scaled back
+        "scaled_via_ps": {"partitions": 2, "pairs": 2, "across_tasks": 2, "feeds": 0,
+                          "fetches": 1},
+    }

@@ -146,6 +146,45 @@ def test_an_experiment_that_leaves_its_variables_fails(tmp_path):
     assert "Session.reset" in fresh.detail
 
 
+def _partitions(run=None, **fields):
+    """predict_partitions returning the solution's counts, ``fields`` of ``run`` changed."""
+    counts = load("05", "solution").predict_partitions()
+    if run:
+        counts[run] = {**counts[run], **fields}
+    return f"def predict_partitions():\n    return {counts!r}\n"
+
+
+@pytest.mark.parametrize("source, message, hint, detail", [
+    # one partition per task: worker:0's CPU:0 and GPU:0 taken as one
+    (_partitions("loss", partitions=3), "run loss, partitions: you predicted 3, the master "
+     "made 4", "one partition per device", "CPU:0 and GPU:0 are two devices"),
+    # the feed's _Recv and the fetch's _Send counted among the pairs
+    (_partitions("loss", pairs=6), "run loss, pairs: you predicted 6, the master made 4",
+     "counted apart", "client_terminated"),
+    # every pair taken for a message, the copies between CPU:0 and GPU:0 too
+    (_partitions("loss", across_tasks=4), "run loss, across_tasks: you predicted 4, the "
+     "master made 2", "not a message", "PCIe"),
+    # no pruning: every device of the graph
+    (_partitions("scaled", partitions=4), "run scaled, partitions: you predicted 4, the "
+     "master made 2", "prunes", "fed tensor replaces"),
+    # the fetch taken out at worker:0, whatever the session's target
+    (_partitions("scaled_via_ps", pairs=1), "run scaled_via_ps, pairs: you predicted 1, the "
+     "master made 2", "client device", "travels back to ps:0"),
+    ('def predict_partitions():\n    return {"loss": 4}\n', "predict_partitions returned "
+     "{'loss': 4}; expected a dict with the runs", "five counts per run", ""),
+])
+def test_a_wrong_partition_prediction_says_which_count_and_why(tmp_path, source, message,
+                                                               hint, detail):
+    result = _run("05", source, tmp_path)["partitions"]
+    assert not result.passed and result.message.startswith(message), result.message
+    assert hint in result.hint and detail in result.detail, (result.hint, result.detail)
+
+
+def test_the_right_partition_prediction_passes(tmp_path):
+    result = _run("05", _partitions(), tmp_path)["partitions"]
+    assert result.passed, result.message
+
+
 # -- the exercises on real TF ------------------------------------------------------------------
 
 
@@ -195,6 +234,15 @@ def test_cluster_exercises_agree_with_real_tf():
     assert real.sim_variable_devices(ps_program) == devices
 
 
+@pytest.mark.realtf
+@pytest.mark.timeout(150)
+def test_partition_exercise_agrees_with_real_tf():
+    solution, checks = load("05", "solution"), load("05", "checks")
+    real_runs = checks.real_partition_story(timeout=120)  # worker:0's CPU:1 for its GPU
+    assert real_runs == checks.sim_partition_story() == solution.predict_partitions()
+    assert real_runs["scaled_via_ps"]["across_tasks"] == 2  # the fetch goes back to ps:0
+
+
 # -- notebooks -----------------------------------------------------------------------------------
 
 
@@ -210,7 +258,17 @@ NOTEBOOK_TEXT = {
            "('worker:1', 2, [0.75, 0.75])",
            "[('worker:0', 1, [0.5, 0.5]), ('worker:1', 2, [0.75, 0.75])]",  # from flags
            "not done yet: exercise predict_counters",
-           "client F: yours ?, real TF [6]"],
+           "client F: yours ?, real TF [6]",
+           # section 3: the master's partitions, pairs and RunGraph messages
+           "partition of ps:0/CPU:0\n    v            VariableV2 <- -",
+           "pair   _Send v/read_S0  ps:0/CPU:0 -> worker:0/CPU:0  edge_0_v/read",
+           "client _Recv _recv_x_0  worker:0/CPU:0 -> worker:0/CPU:0  x:0",
+           "RunGraph response (worker:0 step 2)  ps:0 -> worker:0   64 bytes",
+           "the same in simdist: {'value': True, 'partitions': True, 'pairs': True, "
+           "'traced_devices': True, 'timeline': True, 'timeline_processes': True}",
+           "not done yet: exercise predict_partitions",
+           "run scaled_via_ps: yours ?, real TF {'partitions': 2, 'pairs': 2, "
+           "'across_tasks': 2, 'feeds': 0, 'fetches': 1}"],
 }
 
 
