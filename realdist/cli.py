@@ -15,7 +15,7 @@
 ``realdist run`` takes the same exercise options as ``simdist run`` (``Exercise.add_arguments``)
 and writes the same ``RunResult`` JSON, for ``simdist compare``. Bad input is one line,
 ``realdist: error: ...``, and exit status 2; a run that fails or times out exits with 1.
-The subcommands with options of their own (run, split, queues, ps) are modules of
+The subcommands with options of their own (run, split, queues, ps, tf1) are modules of
 ``realdist/commands/``; ``measure`` parses its own (``realdist.calibration.measure``).
 """
 
@@ -26,7 +26,7 @@ import sys
 
 from simdist.base.errors import DeadlineExceededError, SimdistError, UnavailableError
 
-from realdist.commands import ps, queues, run, split
+from realdist.commands import ps, queues, run, split, tf1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "each worker's own graph with replica_device_setter, "
                     "MonitoredTrainingSession, StopAtStepHook, and for --mode sync "
                     "SyncReplicasOptimizer with its hook; prints what `simdist ps` prints"))
+    tf1.add_arguments(sub.add_parser(
+        "tf1", help="a TF1 script once per task, one process each (what simdist tf1 "
+                    "simulates): realdist tf1 SCRIPT --cluster ps=1,worker=3"))
     return parser
 
 
@@ -64,7 +67,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return {"run": run.cmd_run, "devices": cmd_devices, "split": split.cmd_split,
-                "queues": queues.cmd_queues, "ps": ps.cmd_ps}[args.command](args)
+                "queues": queues.cmd_queues, "ps": ps.cmd_ps,
+                "tf1": tf1.cmd_tf1}[args.command](args)
     except (DeadlineExceededError, UnavailableError) as error:
         print(f"realdist: {type(error).__name__}: {error}", file=sys.stderr)
         return 1

@@ -113,6 +113,11 @@ def build_parser(program=None) -> argparse.ArgumentParser:
                              "(SyncReplicasOptimizer) or async: simdist ps --help")
     ps.add_argument("rest", nargs=argparse.REMAINDER)
 
+    tf1 = sub.add_parser("tf1", add_help=False,
+                         help="run a TF1 script once per task of a simulated cluster: "
+                              "simdist tf1 SCRIPT --cluster ps=1,worker=3")
+    tf1.add_argument("rest", nargs=argparse.REMAINDER)
+
     lesson = sub.add_parser("lesson", add_help=False,
                             help="lesson tools: simdist lesson start NN / build [NN|--all]")
     lesson.add_argument("rest", nargs=argparse.REMAINDER)
@@ -368,6 +373,12 @@ def cmd_ps(argv) -> int:
     return ps.main(argv)
 
 
+def cmd_tf1(argv) -> int:
+    from simdist.commands import tf1
+
+    return tf1.main(argv)
+
+
 def cmd_lesson(argv) -> int:
     from simdist.commands import lesson
 
@@ -389,4 +400,4 @@ COMMANDS = {"list": cmd_list, "summary": cmd_summary, "plot": cmd_plot}
 PASSTHROUGH = {"bench": cmd_bench, "calibrate": cmd_calibrate,
                "plot-collectives": cmd_plot_collectives,
                "check": cmd_check, "lesson": cmd_lesson, "compare": cmd_compare,
-               "ps": cmd_ps, "course": cmd_course}
+               "ps": cmd_ps, "tf1": cmd_tf1, "course": cmd_course}

@@ -59,6 +59,7 @@ class ConfigProto:
     like TF's logical CPU devices) and, for a Session without a Machine, the GPUs.
     ``inter_op_parallelism_threads``: how many ops of one task run at once (0: one per core);
     ``intra_op_parallelism_threads``: how many cores one CPU op uses (0: all cores).
+    ``device_filters``: a session on a cluster sees only the tasks they match (and its own).
     """
 
     device_count: dict = field(default_factory=dict)
@@ -68,6 +69,9 @@ class ConfigProto:
     intra_op_parallelism_threads: int = 0
     gpu_options: GPUOptions = field(default_factory=GPUOptions)
     operation_timeout_in_ms: int = 0
+    #: the remote devices a session on a cluster sees ("/job:ps", "/job:worker/task:1");
+    #: empty: all of them
+    device_filters: list = field(default_factory=list)
 
     def __post_init__(self):
         for key, value in self.device_count.items():
@@ -81,5 +85,9 @@ class ConfigProto:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidArgumentError(f"{name} {value!r} must be an int >= 0 "
                                            "(0: one thread per core)")
+        for spec in self.device_filters:
+            if not isinstance(spec, str) or not spec.startswith("/"):
+                raise InvalidArgumentError(f"device_filters entry {spec!r}: expected a device "
+                                           "string such as '/job:ps' or '/job:worker/task:0'")
         if isinstance(self.gpu_options, dict):
             self.gpu_options = GPUOptions(**self.gpu_options)

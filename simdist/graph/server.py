@@ -9,6 +9,7 @@ registered by address in this Python process, which stands for the whole simulat
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from itertools import count
 
 from simdist.hardware.cluster import ClusterSpec
@@ -16,6 +17,7 @@ from simdist.base.errors import InvalidArgumentError, UnavailableError
 from simdist.graph._sim.runtime import Machine, TaskRuntime
 
 _RUNNING: dict[str, Server] = {}  # "host:port" -> the server listening there
+_LAUNCHED: set[str] = set()  # addresses whose server a launcher started (launched_servers)
 _LOCAL_PORTS = count(20000)
 
 
@@ -63,6 +65,10 @@ class Server:
         other = _RUNNING.get(self.address)
         if other is self:
             return
+        if other is not None and self.address in _LAUNCHED and other.cluster == self.cluster \
+                and (other.job_name, other.task_index) == (self.job_name, self.task_index):
+            self.runtime, self._adopted = other.runtime, True  # the launcher's, for its task
+            return
         if other is not None:
             raise UnavailableError(
                 f"cannot start the server of /job:{self.job_name}/task:{self.task_index}: "
@@ -87,6 +93,9 @@ class Server:
 
     def stop(self):
         """Shut the task down: its variables and GPU memory are lost (simdist extension)."""
+        if getattr(self, "_adopted", False):  # the launcher's server goes on serving
+            self.runtime = None
+            return
         if _RUNNING.get(self.address) is self:
             del _RUNNING[self.address]
         if self.runtime is not None:
@@ -107,6 +116,26 @@ class Server:
 
     def __repr__(self):
         return f"<simdist Server {self.target} /job:{self.job_name}/task:{self.task_index}>"
+
+
+@contextmanager
+def launched_servers(cluster: ClusterSpec, machine: Machine | None = None):
+    """Start a server for every task of ``cluster`` (yields {"job:index": Server}): a
+    launcher's, such as ``simdist tf1``'s. A script's own ``Server(cluster, job, index)``
+    then stands for its task's running server, as each task's process has one in TF. All
+    are stopped at the end."""
+    servers = {}
+    try:
+        for job in cluster.jobs:
+            for index in range(cluster.num_tasks(job)):
+                server = Server(cluster, job, index, machine=machine)
+                servers[f"{job}:{index}"] = server
+                _LAUNCHED.add(server.address)
+        yield servers
+    finally:
+        for server in servers.values():
+            _LAUNCHED.discard(server.address)
+            server.stop()
 
 
 def running_servers() -> list[str]:

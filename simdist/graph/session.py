@@ -16,6 +16,7 @@ import weakref
 import numpy as np
 
 from simdist.base.errors import AbortedError, InvalidArgumentError, UnavailableError
+from simdist.hardware.device_spec import DeviceSpec
 from simdist.graph.array_ops import placeholder_not_fed
 from simdist.graph._sim.clients import current_client
 from simdist.graph._sim.world import world_of
@@ -70,12 +71,17 @@ class Session:
             self._local = None
             server, self.runtimes, self.missing = connect(target)
             default_task = (server.job_name, server.task_index)
+
             _server_sessions.add(self)
         self._server = None if target == "" else server
         self._aborted = self._has_run = False
         self.default_task = f"{default_task[0]}:{default_task[1]}"  # where unplaced ops run
         self.hardware = self.runtimes[self.default_task].machine.hardware
-        self._placer = Placer(self.runtimes, default_task, self.config.allow_soft_placement,
+        visible = self.runtimes  # TF: with device_filters, the matching tasks only
+        if self.config.device_filters:
+            visible = {name: rt for name, rt in self.runtimes.items() if name ==
+                       self.default_task or _matches(name, self.config.device_filters)}
+        self._placer = Placer(visible, default_task, self.config.allow_soft_placement,
                               self.config.log_device_placement)
         self.master = Master(self.default_task)  # TF's master session of this session
         self.closed = False
@@ -268,6 +274,15 @@ class Session:
         for runtime in self.runtimes.values():
             if runtime is None or runtime.closed:
                 raise UnavailableError("a server of this session's cluster was stopped")
+
+
+def _matches(task: str, filters) -> bool:
+    job, index = task.split(":")
+    for text in filters:
+        spec = DeviceSpec.from_string(text)
+        if spec.job in (None, job) and spec.task in (None, int(index)):
+            return True
+    return False
 
 
 def _run_options(options) -> RunOptions:

@@ -150,3 +150,16 @@ def test_partition_graphs_of_a_two_task_graph_match_real_tf():
     assert sim["traced_devices"] == real["traced_devices"]
     assert sim["timeline"] == real["timeline"] and \
         sim["timeline_processes"] == real["timeline_processes"]
+
+
+def test_device_filters_hide_the_tasks_they_do_not_match():
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2222"],
+                                    "worker": ["localhost:2223", "localhost:2224"]})
+    servers = [tf.train.Server(cluster, "ps", 0), tf.train.Server(cluster, "worker", 0),
+               tf.train.Server(cluster, "worker", 1)]
+    only = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:1"])
+    with tf.Session(servers[2].target, config=only) as sess:
+        tasks = {d.split("/device")[0] for d in sess.list_devices()}
+    assert tasks == {"/job:ps/replica:0/task:0", "/job:worker/replica:0/task:1"}
+    with pytest.raises(InvalidArgumentError, match="device_filters entry 'ps'"):
+        tf.ConfigProto(device_filters=["ps"])

@@ -41,8 +41,10 @@ class _Killed(BaseException):
 class Client:
     """One client program: a function run on its own thread, one step at a time."""
 
-    def __init__(self, name: str, fn, world, daemon: bool = False, task: str | None = None):
+    def __init__(self, name: str, fn, world, daemon: bool = False, task: str | None = None,
+                 enter=None):
         self.name, self.fn, self.world = name, fn, world
+        self.enter = enter  # called on the client's thread whenever it takes control
         self.daemon = daemon  # a daemon thread (TF's daemon=True) may be left waiting
         self.task = task  # the task whose process runs it ("job:index"), once known
         self.run = None  # the Executor of the Session.run it waits on, if any
@@ -105,6 +107,8 @@ class Client:
         self._waits_on = event
         self._back.release()
         self._go.acquire()
+        if self.enter is not None:
+            self.enter()
         ok, value = self._resume
         if not ok:
             raise value
@@ -132,6 +136,8 @@ class Client:
         self._go.acquire()
         _local.client = self
         try:
+            if self.enter is not None:
+                self.enter()
             self.result = self.fn()
         except (_Abandoned, _Killed):
             pass
@@ -152,10 +158,11 @@ class ClientsResult:
     end_time: int
 
 
-def simulate_clients(clients: dict) -> ClientsResult:
+def simulate_clients(clients: dict, enters: dict | None = None) -> ClientsResult:
     """Run ``clients`` ({name: function of no arguments}) at once on the running servers'
     cluster, in the simulation its sessions share; each client's sessions must use those
-    servers' targets.
+    servers' targets. ``enters`` ({name: function}): called whenever that client's thread
+    takes control (``Client.enter``).
 
     A client that is still in ``server.join()`` when nothing else is left to run ends
     there (a ps task's server); one that waits on anything else is a deadlock, reported
@@ -174,7 +181,9 @@ def simulate_clients(clients: dict) -> ClientsResult:
     _, runtimes = cluster_of_running_servers()
     world = world_of(runtimes, next(iter(runtimes.values())).machine.hardware)
     marks, start = world.stream_marks(), world.env.now
-    started = [world.start_client(str(name), fn) for name, fn in clients.items()]
+    enters = enters or {}
+    started = [world.start_client(str(name), fn, enter=enters.get(name))
+               for name, fn in clients.items()]
     try:
         world.wait(None)
     finally:

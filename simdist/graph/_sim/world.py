@@ -59,13 +59,14 @@ class World:
             raise
         return None if event is None else event.value
 
-    def start_client(self, name: str, fn, daemon: bool = False, task: str | None = None
-                     ) -> Client:
+    def start_client(self, name: str, fn, daemon: bool = False, task: str | None = None,
+                     enter=None) -> Client:
         """Start ``fn()`` as a client program (a thread of the job) in this world; a
         ``daemon`` one may still be waiting when everything else has ended (it is then
         abandoned, as a Python daemon thread dies with its process). ``task``: the task
-        whose process runs it (else the task of its first session)."""
-        client = Client(name, fn, self, daemon, task)
+        whose process runs it (else the task of its first session); ``enter``: called
+        whenever the client's thread takes control (a process's own argv, environment)."""
+        client = Client(name, fn, self, daemon, task, enter)
         self.clients.append(client)
         client.proc = self.env.process(client.body(), name=f"client {name}", order=0,
                                        daemon=daemon)

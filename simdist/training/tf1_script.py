@@ -1,0 +1,145 @@
+"""One TF1 script run once per task, every task a client of one simulated cluster:
+``simdist tf1 SCRIPT --cluster ps=1,worker=3``.
+
+As a between-graph job starts the same script on every machine, each with its task's role,
+``run_script`` starts a server for every task (``launched_servers``: the script's own
+``Server(cluster, job, index)`` stands for it) and runs the script as one client per task,
+in one simulation (``simulate_clients``). Each client sees its own process: ``sys.argv``
+with ``--job_name`` and ``--task_index`` (the TF1 guide's flags) and ``TF_CONFIG``, set
+whenever its thread takes control; its ``print`` output is kept per task; its
+``time.sleep`` waits in simulated time. ``from distlab import tf`` gives the script
+``simdist.graph``; ``distlab.report`` collects its results per task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import runpy
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import distlab
+from simdist.base.errors import InvalidArgumentError
+from simdist.graph._sim.clients import current_client, simulate_clients
+from simdist.graph.graph import Graph
+from simdist.graph.server import launched_servers
+from simdist.hardware.cluster import ClusterSpec
+
+
+@dataclass
+class ScriptRun:
+    """What ``run_script`` gives: each task's printed output and reported results, the
+    trace, and the simulated time the job took (ns)."""
+
+    outputs: dict  # task -> what it printed
+    results: dict  # task -> {key: value} (distlab.report)
+    trace: object
+    end_time: int
+
+
+def parse_cluster(text: str) -> dict:
+    """"ps=1,worker=3" -> {"ps": 1, "worker": 3}."""
+    jobs = {}
+    for part in str(text).split(","):
+        name, eq, count = part.strip().partition("=")
+        if not eq or not name.isidentifier() or not count.isdigit() or int(count) < 1:
+            raise InvalidArgumentError(f"--cluster {text!r}: expected JOB=COUNT[,JOB=COUNT...] "
+                                       "such as ps=1,worker=3")
+        jobs[name] = int(count)
+    return jobs
+
+
+def run_script(script, jobs: dict, script_args=()) -> ScriptRun:
+    """Run ``script`` once per task of the cluster ``jobs`` ({job: tasks}), in one
+    simulation."""
+    path = Path(script)
+    if not path.is_file():
+        raise InvalidArgumentError(f"script {str(script)!r} does not exist: expected a "
+                                   "Python file")
+    addresses = {job: [f"localhost:{2222 + 100 * j + i}" for i in range(n)]
+                 for j, (job, n) in enumerate(jobs.items())}
+    cluster = ClusterSpec(addresses)
+    outputs = {f"{job}:{i}": io.StringIO() for job, n in jobs.items() for i in range(n)}
+    results: dict = {}
+
+    def client(task):
+        job, index = task.split(":")
+        argv = [str(path), f"--job_name={job}", f"--task_index={index}", *script_args]
+        tf_config = json.dumps({"cluster": addresses, "task": {"type": job,
+                                                               "index": int(index)}})
+
+        def enter():  # this client's process: its argv, TF_CONFIG, stdout
+            sys.argv[:] = argv
+            os.environ["TF_CONFIG"] = tf_config
+            distlab.CURRENT_TASK = task
+            sys.stdout = outputs[task]
+
+        def body():  # a process of its own: its own default graph
+            with Graph().as_default():
+                runpy.run_path(str(path), run_name="__main__")
+        return body, enter
+
+    saved = (list(sys.argv), os.environ.get("TF_CONFIG"), sys.stdout, time.sleep)
+    distlab.RESULTS = results
+    try:
+        time.sleep = _simulated_sleep
+        with launched_servers(cluster):
+            clients = {task: client(task) for task in outputs}
+            run = simulate_clients({task: fn for task, (fn, _) in clients.items()},
+                                   enters={task: enter for task, (_, enter) in clients.items()})
+    finally:
+        sys.argv[:], sys.stdout, time.sleep = saved[0], saved[2], saved[3]
+        if saved[1] is None:
+            os.environ.pop("TF_CONFIG", None)
+        else:
+            os.environ["TF_CONFIG"] = saved[1]
+        distlab.RESULTS = distlab.CURRENT_TASK = None
+    return ScriptRun({task: out.getvalue() for task, out in outputs.items()}, results,
+                     run.trace, run.end_time)
+
+
+_real_sleep = time.sleep
+
+
+def _simulated_sleep(seconds):
+    """``time.sleep`` of a simulated client: it waits in simulated time."""
+    client = current_client()
+    if client is None:
+        return _real_sleep(seconds)
+    with contextlib.suppress(TypeError):
+        seconds = float(seconds)
+    if not isinstance(seconds, float) or seconds < 0:
+        raise ValueError(f"sleep length must be a number >= 0, got {seconds!r}")
+    client.wait(client.env.timeout(int(round(seconds * 1e9))))
+
+
+def describe(results: dict, outputs: dict | None = None) -> list[str]:
+    """Lines for a run's report: each task's printed output, then what it reported."""
+    lines = []
+    for task, text in (outputs or {}).items():
+        lines += [f"[{task}] {line}" for line in text.splitlines()]
+    for task in sorted(results, key=_task_key):
+        values = ", ".join(f"{key} {_brief(value)}" for key, value in results[task].items())
+        lines.append(f"{task}: {values or 'reported nothing'}")
+    return lines
+
+
+def _task_key(task: str):
+    job, _, index = task.partition(":")
+    return job, int(index) if index.isdigit() else 0
+
+
+def _brief(value) -> str:
+    if isinstance(value, list) and len(value) > 4:
+        shown = ", ".join(_brief(v) for v in value[-3:])
+        return f"[... {shown}] ({len(value)})"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_brief(v) for v in value) + "]"
+    return str(value)

@@ -1,0 +1,80 @@
+"""One TF1 script run once per task: simdist tf1 (simulated clients) and realdist tf1 (one
+real process per task) on the same file, with the same counts."""
+
+import json
+import os
+import sys
+
+import pytest
+
+import distlab
+from simdist.base.errors import InvalidArgumentError
+from simdist.commands.cli import main as simdist_main
+from simdist.training.tf1_script import parse_cluster, run_script
+
+from tests.conftest import ROOT
+
+SCRIPT = ROOT / "lessons" / "scripts" / "between_graph_trainer.py"
+pytestmark = pytest.mark.usefixtures("fresh_tf1")
+
+
+def test_every_task_runs_the_script_with_its_own_role_and_the_backup_is_dropped():
+    argv, config = list(sys.argv), os.environ.get("TF_CONFIG")
+    run = run_script(SCRIPT, {"ps": 1, "worker": 3})
+    assert {task: r["runs"] for task, r in run.results.items()} == {
+        "worker:0": 8, "worker:1": 8, "worker:2": 3}
+    assert "ps:0" not in run.results  # it served: server.join()
+    late = [i for i in run.trace.instants if i.name == "gradient dropped"]
+    assert {i.args["source"] for i in late} >= {"/job:worker/task:2"}
+    assert run.results["worker:0"]["losses"][-1] < run.results["worker:0"]["losses"][0]
+    assert (sys.argv, os.environ.get("TF_CONFIG")) == (argv, config)  # given back
+    assert distlab.RESULTS is None and distlab.half() == "sim"
+
+
+def test_the_script_gets_its_arguments_and_a_sleep_is_simulated_time():
+    fast = run_script(SCRIPT, {"ps": 1, "worker": 2}, ["--steps", "3", "--work_ms", "5,5,5"])
+    slow = run_script(SCRIPT, {"ps": 1, "worker": 2}, ["--steps", "3", "--work_ms", "50,50,50"])
+    assert max(r["runs"] for r in fast.results.values()) >= 3
+    assert slow.end_time - fast.end_time > 3 * 40_000_000  # 45 ms more per step, simulated
+
+
+def test_bad_input_is_one_clear_line(capsys):
+    with pytest.raises(InvalidArgumentError, match="expected JOB=COUNT"):
+        parse_cluster("ps=0")
+    with pytest.raises(InvalidArgumentError, match="does not exist: expected a Python file"):
+        run_script("missing.py", {"ps": 1, "worker": 1})
+    assert simdist_main(["tf1", str(SCRIPT), "--cluster", "worker"]) == 2
+    assert "simdist tf1: error: --cluster 'worker'" in capsys.readouterr().err
+
+
+def test_simdist_tf1_prints_each_task_and_writes_results(tmp_path, capsys):
+    out = tmp_path / "sim.json"
+    assert simdist_main(["tf1", str(SCRIPT), "--cluster", "ps=1,worker=3", "--results",
+                         str(out), "--", "--steps", "4"]) == 0
+    text = capsys.readouterr().out
+    assert "worker:2: runs " in text and "simulated time:" in text
+    saved = json.loads(out.read_text())
+    assert saved["half"] == "simdist" and set(saved["results"]) == {
+        "worker:0", "worker:1", "worker:2"}
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_simdist_tf1_refuses_more_than_one_rank_once():
+    from simdist.sim.launcher import run_mpi
+
+    proc = run_mpi(2, ["-m", "simdist", "tf1", str(SCRIPT)], timeout=100)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("the TF1 world runs in one process for now") == 1, proc.stderr
+
+
+@pytest.mark.realtf
+@pytest.mark.timeout(300)
+def test_the_same_script_on_real_tf_gives_the_same_runs_per_worker():
+    from realdist.training.tf1_script import run_script as real_script
+
+    real = real_script(SCRIPT, {"ps": 1, "worker": 3}, timeout=240)
+    sim = run_script(SCRIPT, {"ps": 1, "worker": 3})
+    assert {t: r.get("runs") for t, r in real.items() if t != "ps:0"} == \
+        {t: r["runs"] for t, r in sim.results.items()} == {
+            "worker:0": 8, "worker:1": 8, "worker:2": 3}
