@@ -65,7 +65,8 @@ else:
                                            config=only) as sess:
         while not sess.should_stop():
             time.sleep(work)  # the worker's own compute (simulated time in simdist)
-            _, value = sess.run([train, loss])
+            _, value, step = sess.run([train, loss, global_step])
             losses.append(float(value))
     report("runs", len(losses))
+    report("global_step", int(step))
     report("losses", losses)

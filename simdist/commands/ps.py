@@ -85,7 +85,9 @@ def main(argv=None) -> int:
             print(f"simdist ps: error: mpiexec -n {ranks}: simdist ps runs its TF1 job in one "
                   "process for now (its clients, sessions and queues are not spread over MPI "
                   "ranks yet); run it without mpiexec, or with -n 1", file=sys.stderr)
-        return 2
+        # the other ranks end quietly: a non-zero exit there would have mpiexec kill rank 0
+        # before its line is out; the job's status is rank 0's
+        return 2 if rank == 0 else 0
     return reporting_errors("simdist ps", _train, args)
 
 

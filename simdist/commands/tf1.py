@@ -41,7 +41,9 @@ def main(argv=None) -> int:
             print(f"simdist tf1: error: mpiexec -n {ranks}: the TF1 world runs in one process "
                   "for now (its tasks are not spread over MPI ranks yet); use -n 1",
                   file=sys.stderr)
-        return 2
+        # the other ranks end quietly: a non-zero exit there would have mpiexec kill
+        # rank 0 before its line is out; the job's status is rank 0's
+        return 2 if rank == 0 else 0
     args.script_args = script_args
     return reporting_errors("simdist tf1", _run, args)
 

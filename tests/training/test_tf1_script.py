@@ -70,11 +70,15 @@ def test_simdist_tf1_refuses_more_than_one_rank_once():
 
 @pytest.mark.realtf
 @pytest.mark.timeout(300)
-def test_the_same_script_on_real_tf_gives_the_same_runs_per_worker():
+def test_the_same_script_on_real_tf_reaches_the_same_global_step():
     from realdist.training.tf1_script import run_script as real_script
 
     real = real_script(SCRIPT, {"ps": 1, "worker": 3}, timeout=240)
     sim = run_script(SCRIPT, {"ps": 1, "worker": 3})
-    assert {t: r.get("runs") for t, r in real.items() if t != "ps:0"} == \
-        {t: r["runs"] for t, r in sim.results.items()} == {
-            "worker:0": 8, "worker:1": 8, "worker:2": 3}
+    # how many runs each worker makes is a race on real TF (8/8/3, 7/9/3, 12/5/3 on a loaded
+    # machine); the last global step, and the backup's few runs, are not
+    for runs in ({t: r["runs"] for t, r in real.items() if t != "ps:0"},
+                 {t: r["runs"] for t, r in sim.results.items()}):
+        assert min(runs["worker:0"], runs["worker:1"]) > runs["worker:2"] > 0, runs
+    assert max(r["global_step"] for t, r in real.items() if t != "ps:0") == \
+        max(r["global_step"] for r in sim.results.values()) == 6
