@@ -53,9 +53,9 @@ def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
     assert r["resume"].hint.startswith("the chief restores the newest checkpoint")
 
 
-NOTEBOOK_TEXT = ["one worker: final loss 1.9e-06, four workers: 13",
+NOTEBOOK_TEXT = ["one worker: final loss 1.9e-06, four workers: 2.4",
                  "sync_token_q",
-                 "worker 2: 5 steps, 1 gradients applied, 4 dropped",
+                 "worker 2: 5 steps, 0 gradients applied, 5 dropped",
                  "[('worker:1', 'wait_for_session', '30.0 s')]",
                  "ps:0: task failed at 8.00 ms",
                  "not done yet: exercise tokens_per_step"]

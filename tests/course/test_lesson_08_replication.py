@@ -135,7 +135,7 @@ def test_the_in_graph_program_in_simdist():
 # placement and transfers, and the averaging ops on the same devices
 NOTEBOOK_TEXT = ["threads calling Session.run: ['client thread 0']",
                  "global step: 12 (3 towers x 4 runs",
-                 "sync_token_q_Dequeue:0",
+                 "sync_token_q_Dequeue",
                  "ops in both graphs: 27, placed differently: []",
                  "real TF: tower 0's loss [2.43387",
                  "tensors crossing devices in a step {('CPU:0', 'CPU:1'): 1, ('CPU:0', "

@@ -121,7 +121,7 @@ def test_hints_and_details_come_in_chinese_too(exercise, answer):
 
 NOTEBOOK_TEXT = ["loss 0.01145, 256 examples counted, visits per batch [1, 1, 1, 1, 1, 1, 1, 1]",
                  "loss 0.01149, 256 visits, per batch [2, 1, 1, 1, 1, 1, 1, 0]",
-                 "worker:1: eval_step#22 (run 2)    2610.1 us ..  2658.3 us",
+                 "worker:1: eval_step#22 (run 2)    2610.1 us ..  2658.4 us",
                  "runs: {'eval_shard#21': 1, 'eval_shard#22': 2, 'eval_shard#23': 1, "
                  "'eval_shard#24': 1}",
                  "skipped: ['ckpt-0', 'ckpt-2', 'ckpt-4', 'ckpt-6', 'ckpt-8']",
