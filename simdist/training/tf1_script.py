@@ -143,3 +143,29 @@ def _brief(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_brief(v) for v in value) + "]"
     return str(value)
+
+
+def is_results_file(data) -> bool:
+    """Whether ``data`` (a loaded JSON) is what ``simdist tf1`` / ``realdist tf1
+    --results`` write."""
+    return isinstance(data, dict) and {"half", "results"} <= set(data)
+
+
+def compare_results(first: dict, second: dict) -> tuple[list[str], bool]:
+    """Two tf1 runs' results side by side, task by task and key by key; agreement means
+    the same tasks reported and the same last global step (what the script reports as
+    "global_step"; how many runs each worker makes is a race on real TF)."""
+    a, b = first["results"], second["results"]
+    lines = [f"{'task':10s} {'result':14s} {first['half']:>24s} {second['half']:>24s}"]
+    for task in sorted(set(a) | set(b), key=_task_key):
+        for key in sorted(set(a.get(task, {})) | set(b.get(task, {}))):
+            left, right = a.get(task, {}).get(key, "-"), b.get(task, {}).get(key, "-")
+            lines.append(f"{task:10s} {key:14s} {_brief(left):>24s} {_brief(right):>24s}")
+
+    def step(results):
+        steps = [r["global_step"] for r in results.values() if "global_step" in r]
+        return max(steps) if steps else None
+    agree = set(a) == set(b) and step(a) is not None and step(a) == step(b)
+    lines.append(f"global step: {step(a)} and {step(b)}: "
+                 + ("the same" if agree else "they differ (or a task reported nothing)"))
+    return lines, agree

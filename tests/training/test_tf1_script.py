@@ -82,3 +82,22 @@ def test_the_same_script_on_real_tf_reaches_the_same_global_step():
         assert set(runs) == {"worker:0", "worker:1", "worker:2"} and min(runs.values()) > 0
     assert max(r["global_step"] for t, r in real.items() if t != "ps:0") == \
         max(r["global_step"] for r in sim.results.values()) == 6
+
+
+def test_simdist_compare_sets_two_tf1_runs_side_by_side(tmp_path, capsys):
+    sim, other = tmp_path / "sim.json", tmp_path / "other.json"
+    assert simdist_main(["tf1", str(SCRIPT), "--cluster", "ps=1,worker=3", "--results",
+                         str(sim)]) == 0
+    data = json.loads(sim.read_text())
+    data["half"] = "realdist"
+    data["results"]["worker:0"]["runs"] = 7  # a race on real TF: still the same job
+    other.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert simdist_main(["compare", str(sim), str(other)]) == 0
+    out = capsys.readouterr().out
+    assert "worker:0   runs" in out and "global step: 6 and 6: the same" in out
+    data["results"]["worker:1"]["global_step"] = data["results"]["worker:0"]["global_step"] = 5
+    data["results"]["worker:2"]["global_step"] = 4
+    other.write_text(json.dumps(data))
+    assert simdist_main(["compare", str(sim), str(other)]) == 1
+    assert "global step: 6 and 5: they differ" in capsys.readouterr().out
