@@ -8,10 +8,12 @@ import ast
 import re
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from course import sandbox
 from course import workspace as ws
 from course.folders import (CHECKS, EXERCISES, LessonError, find_lesson, is_stub, load_module,
                             repo_relative, solution_path)
@@ -155,6 +157,24 @@ def _stub_hint(path: Path, name: str) -> str:
     return tr(en, zh)
 
 
+#: the hints of an exercise that ends the checker's process or runs past its time limit
+_EXIT_HINT = tr("an exercise returns its answer: remove the exit() or sys.exit() (under the "
+                "checker it would end the whole program)",
+                "练习应当返回结果：删掉 exit() 或 sys.exit()（在检查程序里它会结束整个程序）")
+_ENDED_HINT = tr("remove the os._exit() (it ends the process at once, without returning); if "
+                 "your code has none, look for what crashed Python (the messages above)",
+                 "删掉 os._exit()（它会立即结束进程，不会返回）；如果你的代码里没有，"
+                 "看看上面的消息是什么让 Python 崩溃了")
+_HANGS_HINT = {
+    "check": tr("look for a loop that never ends, a long time.sleep, or a wait that nothing "
+                "answers (a recv with no matching send)",
+                "找一找永不结束的循环、很长的 time.sleep，或者没有人回应的等待"
+                "（没有对应 send 的 recv）"),
+    "import": tr("code at the top level of the file runs when it is imported: move it into a "
+                 "function",
+                 "文件顶层的代码在导入时就会运行：把它移到函数里")}
+
+
 def run_check(check: Check, module, path: Path | None = None) -> CheckResult:
     """Run one check against a loaded exercises module; never raises for the learner's bugs."""
     path = Path(path or getattr(module, "__file__", "exercises.py"))
@@ -181,6 +201,9 @@ def run_check(check: Check, module, path: Path | None = None) -> CheckResult:
             result.message = tr(word("not_done", "en", name=name),
                                 word("not_done", "zh", name=name))
             result.hint = _stub_hint(path, name)
+    except SystemExit as error:  # exit(), sys.exit(): a failure, never the checker's end
+        result.message = _exit_message(("your code", "你的代码"), error, path)
+        result.hint = _EXIT_HINT
     except Exception as error:  # the learner's bug: report it, keep checking the rest
         result.message = (f"your code raised {type(error).__name__}: "
                           f"{first_lines(str(error))}{_where_in(error, path)}")
@@ -196,43 +219,157 @@ def first_lines(text: str, limit: int = 12) -> str:
     return "\n".join(lines[:limit]) + more
 
 
+def _exit_message(who: tuple, error: SystemExit, path: Path) -> str:
+    """'your code called exit() or sys.exit(0)' (raised SystemExit), and where; ``who`` in
+    English and Chinese."""
+    where, code = _where_in(error, path), "" if error.code is None else repr(error.code)
+    return tr(f"{who[0]} called exit() or sys.exit({code}) (raised SystemExit): the checker "
+              f"went on{where}",
+              f"{who[1]}调用了 exit() 或 sys.exit({code})（抛出了 SystemExit）：检查程序继续运行"
+              f"{where}")
+
+
+def failure(check: Check, message: str, hint: str = "", seconds: float = 0.0) -> CheckResult:
+    """A failed ``CheckResult`` of ``check``."""
+    return CheckResult(check.name, False, message, hint, check.exercise, check.title,
+                       seconds=seconds)
+
+
+def load_target(path: Path):
+    """(the learner's module, None), or (None, (message, hint)) when it cannot be imported:
+    a syntax error, a failing import, ``exit()`` at the top level."""
+    try:
+        return load_module(path), None
+    except LessonError:
+        raise
+    except SystemExit as error:
+        who = (f"importing {path.name}", f"导入 {path.name} 时")
+        return None, (_exit_message(who, error, path), _EXIT_HINT)
+    except Exception as error:  # a syntax error or a failing import in the learner's file
+        return None, (f"cannot import {path.name}: {type(error).__name__}: {error}"
+                      f"{_where_in(error, path)}", tr(word("import", "en"), word("import", "zh")))
+
+
+#: the time limit of ``iter_checks`` when none is given (``isolated``); None: no child process
+_DEFAULT_TIMEOUT: list = [None]
+
+
+@contextmanager
+def isolated(timeout: float | None = sandbox.TIMEOUT_S):
+    """Within it, checks run in a child process, each within ``timeout`` seconds, unless a
+    call says otherwise (``simdist check`` and ``check --all`` run in one)."""
+    before = _DEFAULT_TIMEOUT[0]
+    _DEFAULT_TIMEOUT[0] = timeout
+    try:
+        yield
+    finally:
+        _DEFAULT_TIMEOUT[0] = before
+
+
 def iter_checks(lesson_id, solution: bool = False, file=None, folder=None,
                 progress: Callable[[int, int, Check], None] | None = None,
-                exercise: str | None = None, workspace=None):
+                exercise: str | None = None, workspace=None, timeout: float | None = None):
     """Run a lesson's checks one by one, yielding each ``CheckResult`` as soon as it is known.
 
     ``exercise``: only that exercise's checks. ``progress(i, n, check)`` is called before
     each check. If the exercises file cannot even be imported, every check fails with the
-    import error.
+    import error. ``timeout`` (default: ``isolated``'s, else none): run the checks in a child
+    process (``sandbox``), each within ``timeout`` seconds: an exercise that hangs or ends
+    the process fails, and so do its other checks, without running.
     """
     lesson_dir = find_lesson(lesson_id, folder)
-    checks = load_checks(lesson_dir)
+    picked = list(enumerate(load_checks(lesson_dir)))
     if exercise is not None:
-        checks = [c for c in checks if c.exercise == exercise]
-        if not checks:
+        picked = [(i, c) for i, c in picked if c.exercise == exercise]
+        if not picked:
             raise LessonError(f"lesson {lesson_dir.name} has no exercise {exercise!r}")
     path = target_file(lesson_dir, solution, file, workspace)
-    try:
-        module = load_module(path)
-    except LessonError:
-        raise
-    except Exception as error:  # a syntax error or a failing import in the learner's file
-        message = (f"cannot import {path.name}: {type(error).__name__}: {error}"
-                   f"{_where_in(error, path)}")
-        for c in checks:
-            yield CheckResult(c.name, False, message,
-                              tr(word("import", "en"), word("import", "zh")), c.exercise,
-                              c.title)
+    timeout = _DEFAULT_TIMEOUT[0] if timeout is None else timeout
+    if timeout is not None:
+        yield from _iter_isolated(lesson_dir, picked, path, progress, timeout)
         return
-    for i, check in enumerate(checks):
+    module, failed = load_target(path)
+    for i, (_, check) in enumerate(picked):
+        if failed:
+            yield failure(check, *failed)
+            continue
         if progress:
-            progress(i, len(checks), check)
+            progress(i, len(picked), check)
         yield run_check(check, module, path)
+
+
+def _iter_isolated(lesson_dir, picked, path, progress, timeout: float):
+    """``iter_checks`` in child processes: a fresh child after one hangs or ends."""
+    given_up: dict[str, tuple] = {}  # exercise -> (message, hint) of its hang or end
+    child = None
+    try:
+        for k, (index, check) in enumerate(picked):
+            if check.exercise in given_up:
+                yield failure(check, *given_up[check.exercise])
+                continue
+            if child is None:
+                child = sandbox.CheckChild(lesson_dir, path, [i for i, c in picked[k:]
+                                                              if c.exercise not in given_up])
+                _expect(child, "ready", sandbox.START_S, lesson_dir)
+                loaded = child.next(timeout)
+                if "loaded" not in loaded:  # the import hung or ended the child
+                    failed = _lost(loaded, (f"importing {path.name}", f"导入 {path.name} "),
+                                   timeout, "import")
+                    for _, rest in picked[k:]:
+                        yield failure(rest, *failed)
+                    return
+            if progress:
+                progress(k, len(picked), check)
+            start = time.perf_counter()
+            message = child.next(timeout)
+            if message.get("index") == index and isinstance(message.get("result"), dict):
+                yield CheckResult(**message["result"])
+                continue
+            given_up[check.exercise] = _lost(
+                message, (f"exercise {check.exercise}", f"练习 {check.exercise} "), timeout,
+                "check")
+            child.close()
+            child = None
+            yield failure(check, *given_up[check.exercise], time.perf_counter() - start)
+    finally:
+        if child is not None:
+            child.close()
+
+
+def _expect(child, key: str, seconds: float, lesson_dir) -> None:
+    message = child.next(seconds)
+    if key not in message:
+        child.close()
+        raise LessonError(f"the checker's child process did not load {lesson_dir.name}'s "
+                          f"{CHECKS} ({_how(message)}): see the messages above")
+
+
+def _how(message: dict) -> str:
+    if "silent" in message:
+        return f"no answer in {message['silent']:g} s"
+    return sandbox.how_it_ended(message.get("ended"))
+
+
+def _lost(message: dict, what: tuple, timeout: float, kind: str) -> tuple:
+    """(message, hint) of a child that went silent past ``timeout`` or ended unasked;
+    ``what`` in English and Chinese."""
+    if "silent" in message:
+        return (tr(f"{what[0]} did not finish within the checker's limit of {timeout:g} s "
+                   "(simdist check --timeout): stopped",
+                   f"{what[1]}没有在检查程序的时限 {timeout:g} 秒内结束"
+                   "（simdist check --timeout）：已终止"), _HANGS_HINT[kind])
+    how = _how(message)
+    return (tr(f"{what[0]} ended the checker's process ({how}) without a result: os._exit() "
+               "or a crash",
+               f"{what[1]}结束了检查程序的进程（{how}），没有给出结果：os._exit() 或崩溃"),
+            _ENDED_HINT)
 
 
 def run_checks(lesson_id, solution: bool = False, file=None, folder=None,
                progress: Callable[[int, int, Check], None] | None = None,
-               exercise: str | None = None, workspace=None) -> list[CheckResult]:
+               exercise: str | None = None, workspace=None,
+               timeout: float | None = None) -> list[CheckResult]:
     """Every check of a lesson (or of one exercise) run against the learner's exercises (or
-    the solution, or ``file``)."""
-    return list(iter_checks(lesson_id, solution, file, folder, progress, exercise, workspace))
+    the solution, or ``file``); ``timeout``: see ``iter_checks``."""
+    return list(iter_checks(lesson_id, solution, file, folder, progress, exercise, workspace,
+                            timeout))

@@ -6,17 +6,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from course.checks import peek
+from course.checks import isolated, peek
 from course.folders import LessonError, find_lesson, repo_relative, solution_path
 from course.lang import LANGUAGES, language
 from course.report import print_checks
+from course.sandbox import TIMEOUT_S
 from course.status import all_lessons_status, format_progress
 from simdist.base.errors import InvalidArgumentError
+from simdist.commands import option_type, timeout_seconds
 
 
 def main(argv=None) -> int:
-    """``simdist check NN [EXERCISE] [--solution|--file PATH] [--lang zh] [--peek EXERCISE]``
-    or ``simdist check --all``: 0 if all pass."""
+    """``simdist check NN [EXERCISE] [--solution|--file PATH] [--lang zh] [--peek EXERCISE]
+    [--timeout SECONDS]`` or ``simdist check --all``: 0 if all pass. The checks run in a
+    child process, each within ``--timeout``: the learner's exit(), os._exit() or endless
+    loop is a failed check, never a silent exit 0 or a hang."""
     parser = argparse.ArgumentParser(
         prog="simdist check",
         description="Run a lesson's checks against your exercises (my_exercises/NN_slug/"
@@ -42,6 +46,11 @@ def main(argv=None) -> int:
                              "locale; zh: 简体中文)")
     parser.add_argument("--workspace", metavar="DIR",
                         help="your workspace (default: DISTLAB_WORKSPACE or my_exercises/)")
+    parser.add_argument("--timeout", type=option_type(timeout_seconds), default=TIMEOUT_S,
+                        metavar="SECONDS",
+                        help="the time each check may take (default: %(default)g s): the "
+                             "checks run in a child process, and an exercise that runs "
+                             "longer, or ends the process (os._exit), fails")
     parser.add_argument("--lessons-dir", metavar="DIR", help="the lessons folder (default: "
                                                               "the repository's lessons/)")
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -50,7 +59,8 @@ def main(argv=None) -> int:
         if args.all:
             if args.lesson:
                 parser.error("--all checks every lesson: give no lesson")
-            return _all(args, lang)
+            with isolated(args.timeout):
+                return _all(args, lang)
         if not args.lesson:
             parser.error("give a lesson (e.g. 01), or --all")
         if args.peek:
@@ -59,9 +69,10 @@ def main(argv=None) -> int:
                   f"{args.peek}\n")
             print(peek(lesson_dir, args.peek))
             return 0
-        ok = print_checks(args.lesson, solution=args.solution, file=args.file,
-                          folder=args.lessons_dir, lang=lang, exercise=args.exercise,
-                          workspace=args.workspace, detail=args.detail)
+        with isolated(args.timeout):
+            ok = print_checks(args.lesson, solution=args.solution, file=args.file,
+                              folder=args.lessons_dir, lang=lang, exercise=args.exercise,
+                              workspace=args.workspace, detail=args.detail)
     except (LessonError, InvalidArgumentError) as error:
         print(f"simdist check: error: {error}", file=sys.stderr)
         return 2
