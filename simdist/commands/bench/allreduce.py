@@ -63,8 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="simdist bench allreduce", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example: mpiexec --oversubscribe -n 2 python -m mpi4py -m simdist bench "
-               "allreduce --sizes 16MiB,64MiB --iters 10\n")
+        epilog="example: mpiexec --oversubscribe --mca btl ^tcp -n 2 python -m mpi4py -m simdist "
+               "bench allreduce --sizes 16MiB,64MiB --iters 10\n(--mca btl ^tcp: the ranks "
+               "talk through shared memory and open no TCP port; Open MPI only)\n")
     parser.add_argument("--sizes", type=option_type(parse_sizes), default=list(DEFAULT_SIZES),
                         metavar="LIST",
                         help="comma-separated buffer sizes in bytes per rank: k/K, M, G = 1000, "
@@ -83,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="seed of the buffers (default 0)")
     parser.add_argument("--ranks", type=int, default=2,
                         help="only when started without mpiexec: launch "
-                             "'mpiexec -n RANKS' (default 2)")
+                             "'mpiexec -n RANKS' (default 2; at most 8 per CPU core and 256 "
+                             "in all: each rank is a Python process, and more than 8 per core "
+                             "measure the OS scheduler)")
     parser.add_argument("--timeout", type=float, default=600,
                         help="only when started without mpiexec: seconds before the launched "
                              "job is killed (default 600)")
@@ -247,10 +250,14 @@ def run(options) -> int:
 # -- entry points -----------------------------------------------------------------------------
 
 
-def _launch(options, argv: list[str]) -> int:
-    """Not under mpiexec: run this module under ``mpiexec -n RANKS`` and relay its output."""
-    from simdist.sim.launcher import run_mpi
+def _launch(options_argv) -> int:
+    """Not under mpiexec: run this module under ``mpiexec -n RANKS`` (at most ``max_ranks``)
+    and relay its output."""
+    from simdist.sim.launcher import check_ranks, run_mpi
 
+    options, argv = options_argv
+    check_ranks(options.ranks)
+    argv = list(_strip_launch_options(argv))
     root = str(Path(__file__).resolve().parents[3])
     path = os.environ.get("PYTHONPATH")
     env = {"PYTHONPATH": root + (os.pathsep + path if path else "")}
@@ -272,10 +279,10 @@ def main(argv=None) -> int:
     options = parser.parse_args(argv)
     if options.iters < 1 or options.warmup < 0:
         parser.error("--iters must be >= 1 and --warmup >= 0")
-    if options.ranks < 1:
-        parser.error("--ranks must be >= 1")
     if not under_mpiexec():
-        return _launch(options, list(_strip_launch_options(argv)))
+        from simdist.commands import reporting_errors
+
+        return reporting_errors("simdist bench allreduce", _launch, (options, argv))
     return run(options)
 
 

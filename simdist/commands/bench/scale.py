@@ -106,14 +106,14 @@ def measure(point: Point, steps: int, params: float, timeout: float) -> dict:
     {"status": "failed", "error": ...}."""
     import subprocess
 
-    from simdist.sim.launcher import run_mpi
+    from simdist.sim.launcher import die_with_parent, run_mpi
 
     args = ["-m", "simdist.commands.bench.scale", "--point", str(point.devices), point.fidelity,
             "on" if point.trace else "off", str(steps), repr(params)]
     try:
         if point.ranks == 1:
             proc = subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                                  timeout=timeout)
+                                  timeout=timeout, preexec_fn=die_with_parent)
         else:
             proc = run_mpi(point.ranks, args, timeout=timeout)
     except (subprocess.TimeoutExpired, TimeoutError):
@@ -259,7 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the model's parameters (default 25e6: 100 MB of gradients)")
     parser.add_argument("--ranks", type=option_type(lambda t: _counts(t, "--ranks", 1)),
                         default=None, metavar="LIST",
-                        help="MPI ranks per point, comma-separated (default 1,2; --quick 1)")
+                        help="MPI ranks per point, comma-separated (default 1,2; --quick 1; "
+                             "at most 8 per CPU core and 256 in all: each rank is a Python "
+                             "process, and more than 8 per core measure the OS scheduler)")
     parser.add_argument("--fidelity", choices=("message", "flow", "both"), default="both",
                         help="which fidelities to run (default both)")
     parser.add_argument("--tracing", choices=("off", "on", "both"), default="both",
@@ -284,10 +286,11 @@ def _run(args) -> int:
     from simdist.base.errors import InvalidArgumentError
     from simdist.base.files import check_output
     from simdist.commands.progress import ProgressBar
+    from simdist.sim.launcher import check_ranks
 
     devices = args.devices or (list(QUICK_DEVICES) if args.quick else list(DEVICES))
     steps = args.steps or (2 if args.quick else 5)
-    ranks = args.ranks or ([1] if args.quick else [1, 2])
+    ranks = [check_ranks(n) for n in args.ranks or ([1] if args.quick else [1, 2])]
     if steps < 1 or not args.params >= 1 or not args.max_point_s > 0:
         raise InvalidArgumentError(f"--steps {steps}, --params {args.params:g}, --max-point-s "
                                    f"{args.max_point_s:g}: expected values >= 1, >= 1, > 0")
