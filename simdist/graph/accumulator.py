@@ -16,7 +16,8 @@ divided), as TF 2.21's kernel does, quirks included (see ``SparseAccumulatorReso
 
 from __future__ import annotations
 
-from collections import deque
+import weakref
+from collections import Counter, deque
 
 import numpy as np
 
@@ -30,6 +31,19 @@ from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
 from simdist.graph.variables import resource_key
 
 RESOURCE = "resource"
+
+_TALLIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def gradient_tally(env) -> Counter:
+    """{(accumulator, sending device, added): gradients} of every accumulator of the
+    simulation ``env``: the "gradient applied" / "gradient dropped" instants of the trace,
+    counted whole however much of the trace its cap keeps, and kept when a ps restart
+    loses the accumulators themselves (simdist's bookkeeping: TF counts nothing)."""
+    tally = _TALLIES.get(env)
+    if tally is None:
+        tally = _TALLIES[env] = Counter()
+    return tally
 
 
 class AccumulatorResource:
@@ -250,9 +264,11 @@ def _apply(op, accumulator, step, grad, rt, source):
     rt.record_size(accumulator)
     # the sender: the device of its local step (SyncReplicasOptimizer keeps it on the
     # worker), as the gradient may come from an op on the ps (a cast back from float16)
+    sender = op.inputs[1].op.device or source.op.device
+    gradient_tally(rt.env)[(accumulator.name, sender, added)] += 1
     rt.record("accumulators", "gradient applied" if added else "gradient dropped",
               accumulator=accumulator.name, local_step=int(step),
-              global_step=global_step, source=op.inputs[1].op.device or source.op.device)
+              global_step=global_step, source=sender)
 
 
 def _sparse_apply_kernel(op, args, rt):

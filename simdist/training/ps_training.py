@@ -13,7 +13,10 @@ a linear model on its own shard of a synthetic regression problem; the ps tasks 
   replicas_to_aggregate, total_num_replicas=N)`` with ``MonitoredTrainingSession`` and the
   optimizer's hook; with N above ``replicas_to_aggregate`` the extra workers are backup
   workers, and every gradient that arrives after its step was taken is dropped (each
-  accumulator's "gradient applied" / "gradient dropped" instants in the trace).
+  accumulator's "gradient applied" / "gradient dropped" instants in the trace; the counts
+  come from the accumulators' own tally, whole however much of the trace its cap keeps).
+  A chief whose last run waits for a token that no step will bring (the other workers
+  have stopped) hangs on TF; simdist ends the run there and says so (``CHIEF_HANGS``).
 
 A worker's step takes ``step_us[k]`` of simulated time (a ``timed_py_func`` before its
 gradient), so stragglers are a parameter. Every worker stops once the global step reaches
@@ -33,11 +36,16 @@ from typing import NamedTuple
 import numpy as np
 
 import simdist.graph as tf
-from simdist.graph._sim.clients import simulate_clients
+from simdist.graph._sim.clients import ClientsResult, simulate_clients
 from simdist.graph._sim.world import world_of
+from simdist.graph.accumulator import gradient_tally
 from simdist.graph.server import Server, cluster_of_running_servers, stop_all_servers
+from simdist.sim.core import SimulationDeadlock
 from simdist.training.ps_graph import WorkerGraph, build_worker_graph
 from simdist.training.ps_spec import PSTrainingSpec
+
+#: how the chief ended when its last run waited for a token no step would bring (describe())
+CHIEF_HANGS = "waits forever for a token"
 
 
 class NicLoad(NamedTuple):
@@ -79,6 +87,7 @@ class PSTrainingRun:
     restored_from: str | None = None  # the last checkpoint the chief restored
     clock: str = "simulated"  # realdist's runs: "wall-clock"
     started_ns: int = 0  # when the first training run began (the initialization is over)
+    gradient_counts: dict | None = None  # {worker: (applied, dropped)}, else from the trace
 
     @property
     def trained_ns(self) -> int:
@@ -90,11 +99,15 @@ class PSTrainingRun:
         return {k: len(runs) for k, runs in self.worker_runs.items()}
 
     def gradients_by_worker(self) -> dict:
-        """{worker: (applied, dropped)}: sync from the accumulators' instants (one variable's,
-        as every step sends one gradient per variable), async every run applies one."""
+        """{worker: (applied, dropped)}: sync from the accumulators' tally
+        (``gradient_counts``; a run without one, realdist's, from the accumulators' instants
+        in its trace), one variable's, as every step sends one gradient per variable; async
+        every run applies one."""
         if self.mode == "async":
             return {k: (len(runs) - self.async_dropped.get(k, 0), self.async_dropped.get(k, 0))
                     for k, runs in self.worker_runs.items()}
+        if self.gradient_counts is not None:
+            return dict(self.gradient_counts)
         counts = {k: [0, 0] for k in self.worker_runs}
         events = [e for e in self.trace.instants
                   if e.name in ("gradient applied", "gradient dropped")]
@@ -132,7 +145,13 @@ class PSTrainingRun:
         trained = self.trained_ns
         lines = [f"{self.mode} training: global step {self.global_step} after "
                  f"{trained / 1e6:.2f} ms of {self.clock} time"]
-        if self.mode == "sync" and self.end_time > trained + 1_000_000:
+        if self.ended_by.get(0) == CHIEF_HANGS:
+            lines.append(
+                "  then the chief (worker 0) waits forever for a token: the other workers took "
+                f"the last ones and stopped at global step {self.global_step}, so no step "
+                "puts tokens in sync_token_q again; TF's chief hangs here too (its "
+                "operation_timeout_in_ms is 0): simdist ends the run")
+        elif self.mode == "sync" and self.end_time > trained + 1_000_000:
             lines.append(f"  then the chief waited {(self.end_time - trained) / 1e9:.2f} s "
                          "(its stop_grace_period_secs) for its queue runner, which waits for "
                          "gradients that never come: TF's shutdown wait, 120 s by default")
@@ -150,9 +169,15 @@ class PSTrainingRun:
             lines.append("  sessions made again after a failure: " + ", ".join(
                 f"worker {k}: {n}" for k, n in self.recoveries.items()))
         for k, ended in self.ended_by.items():
-            if ended != "stopped":
+            if ended not in ("stopped", CHIEF_HANGS):
                 lines.append(f"  worker {k} {ended} (operation_timeout_in_ms): the chief had "
                              "stopped handing out tokens")
+        cut = self.trace.metadata.get("truncated")
+        if cut:
+            lines.append(f"  the trace keeps the first {cut['before_ns'] / 1e6:.2f} ms of the "
+                         f"run only: {', '.join(cut.get('full', ['a task']))} filled its share "
+                         f"of the {cut['trace_max_mb']:g} MB trace cap; the counts above are "
+                         "whole (the accumulators' own tally)")
         if self.staleness:
             histogram = {s: self.staleness.count(s) for s in sorted(set(self.staleness))}
             lines.append("  staleness (updates between a gradient's read and its apply): "
@@ -208,13 +233,53 @@ def run_ps_training(spec: PSTrainingSpec) -> PSTrainingRun:
 
     clients = {f"worker:{k}": (lambda k=k: worker(k)) for k in range(spec.workers)}
     clients.update({f"ps:{i}": server.join for i, server in enumerate(ps_servers)})
+    world = _world()
+    marks, start = world.stream_marks(), world.env.now
+    tally = gradient_tally(world.env)
+    before = tally.copy()
     try:
         if spec.failures:
             _schedule_failures(spec.failures, worker)
-        result = simulate_clients(clients)
+        try:
+            simulate_clients(clients)
+            end = world.env.now
+        except SimulationDeadlock as deadlock:
+            if not _chief_hangs(spec, deadlock, records):
+                raise
+            records[0].ended_by, end = CHIEF_HANGS, deadlock.now
+        result = ClientsResult({}, _trace_since(world, marks), start, end)
     finally:
         stop_all_servers()
-    return _training_run(spec, result, records)
+    return _training_run(spec, result, records, tally - before)
+
+
+def _world():
+    """The world of the running servers' cluster (where the workers train)."""
+    _, runtimes = cluster_of_running_servers()
+    return world_of(runtimes, next(iter(runtimes.values())).machine.hardware)
+
+
+def _trace_since(world, marks: dict):
+    """The world's trace since ``marks``, cut where its first capped stream stopped keeping
+    records (``World.trace_since`` keeps a capped stream's start beside the other streams'
+    whole records, without a word)."""
+    streams, cuts = world.simulation.tracer.streams, world.simulation.tracer.cuts()
+    trace = world.simulation.build_trace(
+        {key: stream[marks.get(key, 0):] for key, stream in streams.items()},
+        world.env.now, min(cuts.values(), default=None))
+    if cuts:
+        trace.metadata["truncated"]["full"] = sorted(cuts)
+    return trace
+
+
+def _chief_hangs(spec: PSTrainingSpec, deadlock: SimulationDeadlock, records: dict) -> bool:
+    """Is ``deadlock`` the chief's last run waiting for a token no step will bring, every
+    other worker having stopped (TF's chief hangs there too: it has no operation timeout)?"""
+    waits = dict(deadlock.blocked)
+    clients = {who.split(" ", 1)[1] for who in waits if who.startswith("client ")}
+    return (spec.mode == "sync" and clients == {"worker:0"}
+            and "get 1 from sync_token_q" in waits.values()
+            and all(r.ended_by == "stopped" for k, r in records.items() if k))
 
 
 def run_worker(spec: PSTrainingSpec, k: int, cluster, target: str,
@@ -275,16 +340,16 @@ def _first_run(record: _WorkerRecord, sess) -> None:
 def _schedule_failures(failures, worker) -> None:
     """Each failure on the simulated cluster of the running servers; a failed worker
     restarts by running its client ``worker(k)`` again."""
-    _, runtimes = cluster_of_running_servers()
-    world = world_of(runtimes, next(iter(runtimes.values())).machine.hardware)
+    world = _world()
     for f in failures:
         job, _, index = f.task.partition(":")
         restart = (lambda k=int(index): worker(k)) if job == "worker" else None
         world.schedule_failure(f.task, world.env.now + f.at_ns, f.down_ns, restart)
 
 
-def _training_run(spec: PSTrainingSpec, result, records: dict) -> PSTrainingRun:
-    """The run's PSTrainingRun from the simulation's result and the workers' records."""
+def _training_run(spec: PSTrainingSpec, result, records: dict, tally) -> PSTrainingRun:
+    """The run's PSTrainingRun from the simulation's result, the workers' records and the
+    accumulators' ``tally`` of the run (``gradient_tally``)."""
     worker_runs = {k: r.runs for k, r in records.items()}
     staleness = [s for r in records.values() for s in r.staleness]
     final = max((step for runs in worker_runs.values() for _, step, _ in runs), default=0)
@@ -298,6 +363,19 @@ def _training_run(spec: PSTrainingSpec, result, records: dict) -> PSTrainingRun:
                          default=0)
     run.restored_from = next((sess.restored_from for sess in reversed(records[0].sessions)
                               if sess.restored_from), None)
+    if spec.mode == "sync":
+        run.gradient_counts = _gradient_counts(tally, spec.workers)
     counts = run.gradients_by_worker().values()
     run.applied, run.dropped = sum(a for a, _ in counts), sum(d for _, d in counts)
     return run
+
+
+def _gradient_counts(tally, workers: int) -> dict:
+    """{worker: (applied, dropped)} from the accumulators' tally of one run: one
+    accumulator's (the first by name), as every step sends one gradient per variable."""
+    counts = {k: [0, 0] for k in range(workers)}
+    first = min((name for name, _, _ in tally), default=None)
+    for (name, sender, added), n in tally.items():
+        if name == first:
+            counts[int(sender.rsplit(":", 1)[1])][not added] += n
+    return {k: tuple(v) for k, v in counts.items()}
