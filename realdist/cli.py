@@ -52,9 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "each worker's own graph with replica_device_setter, "
                     "MonitoredTrainingSession, StopAtStepHook, and for --mode sync "
                     "SyncReplicasOptimizer with its hook; prints what `simdist ps` prints"))
-    tf1.add_arguments(sub.add_parser(
-        "tf1", help="a TF1 script once per task, one process each (what simdist tf1 "
-                    "simulates): realdist tf1 SCRIPT --cluster ps=1,worker=3"))
+    sub.add_parser("tf1", add_help=False,
+                   help="a TF1 script once per task, one process each (what simdist tf1 "
+                        "simulates): realdist tf1 SCRIPT --cluster ps=1,worker=3").add_argument(
+        "rest", nargs=argparse.REMAINDER, help="'realdist tf1 --help' for its options")
     return parser
 
 
@@ -64,11 +65,14 @@ def main(argv=None) -> int:
         from realdist.calibration.measure import main as measure_main
 
         return measure_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    if argv[:1] == ["tf1"]:  # its own options, and the script's after --
+        command, args = tf1.cmd_tf1, tf1.parse(argv[1:])
+    else:
+        args = build_parser().parse_args(argv)
+        command = {"run": run.cmd_run, "devices": cmd_devices, "split": split.cmd_split,
+                   "queues": queues.cmd_queues, "ps": ps.cmd_ps}[args.command]
     try:
-        return {"run": run.cmd_run, "devices": cmd_devices, "split": split.cmd_split,
-                "queues": queues.cmd_queues, "ps": ps.cmd_ps,
-                "tf1": tf1.cmd_tf1}[args.command](args)
+        return command(args)
     except (DeadlineExceededError, UnavailableError) as error:
         print(f"realdist: {type(error).__name__}: {error}", file=sys.stderr)
         return 1

@@ -27,15 +27,24 @@ runpy.run_path({script!r}, run_name="__main__")
 """
 
 
-def run_script(script, jobs: dict, script_args=(), timeout: float = 240) -> dict:
+def run_script(script, jobs: dict, script_args=(), timeout: float = 240,
+               clients=None) -> dict:
     """Run ``script`` once per task of ``jobs`` ({job: tasks}) on real TF; returns
-    {task: {key: value}} of what each task reported."""
+    {task: {key: value}} of what each task reported. ``clients``: the tasks (or jobs) that
+    run a client and end (default: every task but the ps); the others serve in
+    ``server.join()`` and are stopped once the clients have ended."""
     path = Path(script).resolve()
     if not path.is_file():
         raise InvalidArgumentError(f"script {str(script)!r} does not exist: expected a "
                                    "Python file")
     code = _TASK.format(script=str(path), args=list(script_args))
-    tasks = [Task(f"{job}:{i}", code, server=job == "ps") for job, n in jobs.items()
-             for i in range(n)]
+    names = [f"{job}:{i}" for job, n in jobs.items() for i in range(n)]
+    chosen = [n for n in names if n.split(":")[0] != "ps"] if clients is None else [
+        n for n in names if n in clients or n.split(":")[0] in clients]
+    unknown = [c for c in clients or () if c not in names and c not in jobs]
+    if unknown or not chosen:
+        raise InvalidArgumentError(f"clients {list(clients or [])!r}: expected tasks or jobs "
+                                   f"of the cluster ({', '.join(names)}), at least one")
+    tasks = [Task(name, code, server=name not in chosen) for name in names]
     report = run_cluster(dict(jobs), tasks, timeout)
     return {name: report["outputs"].get(name, {}) for name in (t.name for t in tasks)}

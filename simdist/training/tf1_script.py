@@ -155,7 +155,7 @@ def compare_results(first: dict, second: dict) -> tuple[list[str], bool]:
     """Two tf1 runs' results side by side, task by task and key by key; agreement means
     the same tasks reported and the same last global step (what the script reports as
     "global_step"; how many runs each worker makes is a race on real TF)."""
-    a, b = first["results"], second["results"]
+    a, b = ({t: r for t, r in run["results"].items() if r} for run in (first, second))
     lines = [f"{'task':10s} {'result':14s} {first['half']:>24s} {second['half']:>24s}"]
     for task in sorted(set(a) | set(b), key=_task_key):
         for key in sorted(set(a.get(task, {})) | set(b.get(task, {}))):

@@ -101,3 +101,40 @@ def test_simdist_compare_sets_two_tf1_runs_side_by_side(tmp_path, capsys):
     other.write_text(json.dumps(data))
     assert simdist_main(["compare", str(sim), str(other)]) == 1
     assert "global step: 6 and 5: they differ" in capsys.readouterr().out
+
+
+IN_GRAPH = ROOT / "lessons" / "scripts" / "in_graph_trainer.py"
+
+
+def test_the_in_graph_script_runs_every_tower_from_one_client():
+    run = run_script(IN_GRAPH, {"ps": 1, "worker": 3})
+    assert set(run.results) == {"worker:0"}  # the others only served
+    result = run.results["worker:0"]
+    assert result["global_step"] == 5 and result["losses"] == sorted(result["losses"],
+                                                                     reverse=True)
+    towers = {s.pid for s in run.trace.spans if s.name.startswith("tower_")}
+    assert towers == {"worker:0", "worker:1", "worker:2"}  # one partition per worker
+
+
+def test_realdist_tf1_checks_its_clients_before_it_starts_anything():
+    from realdist.training.tf1_script import run_script as real_script
+
+    with pytest.raises(InvalidArgumentError, match=r"clients \['worker:7'\]: expected tasks"):
+        real_script(IN_GRAPH, {"ps": 1, "worker": 3}, clients=["worker:7"])
+
+
+@pytest.mark.realtf
+@pytest.mark.timeout(300)
+def test_the_in_graph_script_gives_the_same_weights_on_real_tf(tmp_path, capsys):
+    from realdist.cli import main as realdist_main
+
+    sim, real = tmp_path / "sim.json", tmp_path / "real.json"
+    assert simdist_main(["tf1", str(IN_GRAPH), "--cluster", "ps=1,worker=3", "--results",
+                         str(sim)]) == 0
+    assert realdist_main(["tf1", str(IN_GRAPH), "--cluster", "ps=1,worker=3", "--clients",
+                          "worker:0", "--results", str(real)]) == 0
+    capsys.readouterr()
+    assert simdist_main(["compare", str(sim), str(real)]) == 0
+    a, b = (json.loads(p.read_text())["results"]["worker:0"] for p in (sim, real))
+    assert max(abs(x - y) for x, y in zip(a["weights"], b["weights"])) < 1e-5
+    assert max(abs(x - y) for x, y in zip(a["losses"], b["losses"])) < 1e-4
