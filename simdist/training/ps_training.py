@@ -247,7 +247,7 @@ def run_ps_training(spec: PSTrainingSpec) -> PSTrainingRun:
             if not _chief_hangs(spec, deadlock, records):
                 raise
             records[0].ended_by, end = CHIEF_HANGS, deadlock.now
-        result = ClientsResult({}, _trace_since(world, marks), start, end)
+        result = ClientsResult({}, world.trace_since(marks), start, end)
     finally:
         stop_all_servers()
     return _training_run(spec, result, records, tally - before)
@@ -257,19 +257,6 @@ def _world():
     """The world of the running servers' cluster (where the workers train)."""
     _, runtimes = cluster_of_running_servers()
     return world_of(runtimes, next(iter(runtimes.values())).machine.hardware)
-
-
-def _trace_since(world, marks: dict):
-    """The world's trace since ``marks``, cut where its first capped stream stopped keeping
-    records (``World.trace_since`` keeps a capped stream's start beside the other streams'
-    whole records, without a word)."""
-    streams, cuts = world.simulation.tracer.streams, world.simulation.tracer.cuts()
-    trace = world.simulation.build_trace(
-        {key: stream[marks.get(key, 0):] for key, stream in streams.items()},
-        world.env.now, min(cuts.values(), default=None))
-    if cuts:
-        trace.metadata["truncated"]["full"] = sorted(cuts)
-    return trace
 
 
 def _chief_hangs(spec: PSTrainingSpec, deadlock: SimulationDeadlock, records: dict) -> bool:

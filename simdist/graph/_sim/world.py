@@ -112,10 +112,18 @@ class World:
         return event
 
     def trace_since(self, marks: dict):
-        """The trace of what every task recorded after ``marks`` (``stream_marks()``)."""
-        streams = {key: stream[marks.get(key, 0):]
-                   for key, stream in self.simulation.tracer.streams.items()}
-        return self.simulation.build_trace(streams, self.env.now)
+        """The trace of what every task recorded after ``marks`` (``stream_marks()``), cut
+        where its first capped stream stopped keeping records (a capped stream's start
+        beside the others' whole records would say nothing of the gap); the metadata's
+        "truncated" then names the capped streams ("full")."""
+        tracer = self.simulation.tracer
+        streams = {key: stream[marks.get(key, 0):] for key, stream in tracer.streams.items()}
+        cuts = tracer.cuts()
+        trace = self.simulation.build_trace(streams, self.env.now,
+                                            min(cuts.values(), default=None))
+        if cuts:
+            trace.metadata["truncated"]["full"] = sorted(cuts)
+        return trace
 
     def stream_marks(self) -> dict:
         return {key: len(stream) for key, stream in self.simulation.tracer.streams.items()}
