@@ -4,7 +4,7 @@ Replace each ``raise NotImplementedError(...)`` with your code, then check it:
 
     simdist lesson start 01               # once: copies this file to my_exercises/
     simdist check 01                      # all checks of this lesson, with hints
-    mpiexec -n 4 python -m mpi4py lessons/01_collectives/ring_mpi.py   # the ring over MPI
+    mpiexec -n 4 --mca btl ^tcp python -m mpi4py lessons/01_collectives/ring_mpi.py  # the ring over MPI
 
 (as root, or with more ranks than cores, Open MPI wants ``--allow-run-as-root`` and
 ``--oversubscribe`` after ``mpiexec``). The notebook notebooks/01_collectives.ipynb explains

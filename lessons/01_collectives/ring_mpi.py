@@ -1,7 +1,7 @@
 """Lesson 01, exercise 3: your ring all-reduce as an MPI program.
 
-    mpiexec -n 4 python -m mpi4py lessons/01_collectives/ring_mpi.py             # yours
-    mpiexec -n 4 python -m mpi4py lessons/01_collectives/ring_mpi.py --solution  # reference
+    mpiexec -n 4 --mca btl ^tcp python -m mpi4py lessons/01_collectives/ring_mpi.py  # yours
+    mpiexec -n 4 --mca btl ^tcp python -m mpi4py lessons/01_collectives/ring_mpi.py --solution  # reference
 
 (as root, or with more ranks than cores, Open MPI wants ``--allow-run-as-root
 --oversubscribe`` after ``mpiexec``). Four simulated tasks run over the MPI ranks (one task per

@@ -4,7 +4,7 @@ Replace each ``raise NotImplementedError(...)`` with your code, then check it:
 
     simdist lesson start 03       # once: copies this file to my_exercises/
     simdist check 03              # all checks of this lesson, with hints
-    mpiexec -n 3 python -m mpi4py lessons/03_multi_worker/mwms_mpi.py   # your TF_CONFIGs, 3 ranks
+    mpiexec -n 3 --mca btl ^tcp python -m mpi4py lessons/03_multi_worker/mwms_mpi.py  # your TF_CONFIGs, 3 ranks
 
 (as root, or with more ranks than cores, Open MPI wants ``--allow-run-as-root`` and
 ``--oversubscribe`` after ``mpiexec``). The notebook notebooks/03_multi_worker.ipynb explains

@@ -1,8 +1,8 @@
 """Lesson 03, exercise 1 under MPI: three workers, each on its own MPI rank, each creating
 MultiWorkerMirroredStrategy from the TF_CONFIG your ``tf_configs`` wrote for it.
 
-    mpiexec -n 3 python -m mpi4py lessons/03_multi_worker/mwms_mpi.py             # yours
-    mpiexec -n 3 python -m mpi4py lessons/03_multi_worker/mwms_mpi.py --solution  # reference
+    mpiexec -n 3 --mca btl ^tcp python -m mpi4py lessons/03_multi_worker/mwms_mpi.py  # yours
+    mpiexec -n 3 --mca btl ^tcp python -m mpi4py lessons/03_multi_worker/mwms_mpi.py --solution  # reference
 
 (as root, or with more ranks than cores, Open MPI wants ``--allow-run-as-root
 --oversubscribe`` after ``mpiexec``). This is how a real MultiWorkerMirroredStrategy job

@@ -2,7 +2,7 @@
 1 ps) whose tasks are spread over the MPI ranks, the coordinator scheduling your registered
 function on the workers by name.
 
-    mpiexec -n 4 python -m mpi4py lessons/10_parameter_server_strategy/coordinator_mpi.py
+    mpiexec -n 4 --mca btl ^tcp python -m mpi4py lessons/10_parameter_server_strategy/coordinator_mpi.py
 
 (yours; ``--solution`` runs the reference; any -n from 1 to 4 works; as root, or with more
 ranks than cores, Open MPI wants ``--allow-run-as-root --oversubscribe`` after ``mpiexec``).
