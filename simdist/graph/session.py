@@ -131,7 +131,6 @@ class Session:
             client.task = client.task or self.default_task
             client.run = executor
         try:
-            self.master.steps += 1
             world.wait(executor.start(world.tasks))
         finally:
             if in_client:

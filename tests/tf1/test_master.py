@@ -73,7 +73,7 @@ def test_the_master_caches_one_plan_per_fetches_feeds_and_targets():
         sess.run(z, {x: [2.0, 2.0]}, options=tf.RunOptions(**FULL), run_metadata=second)
         assert first.partition_graphs == second.partition_graphs  # the same plan, reused
         assert len(sess.master._cache) == 2  # the initializer's and z's
-        assert sess.master.steps == 3
+        assert sess.run_count == 3
 
 
 def test_a_variable_read_after_control_dependencies_sees_the_update():

@@ -31,6 +31,7 @@ from simdist.sim.resources import Pool
 from simdist.graph.registry import REF_INPUT_OPS, op_def
 from simdist.graph.variables import Ref
 from simdist.graph._sim.kernel_context import KernelContext
+from simdist.graph._sim.master import task_of as _task
 
 #: the bytes of a RunGraph request or response without tensors (the RPC's header)
 RPC_BYTES = 64
@@ -55,11 +56,6 @@ class SimTasks:
 def _lane(device: str) -> str:
     spec = DeviceSpec.from_string(device)
     return f"{spec.device_type}:{spec.device_index}"
-
-
-def _task(device: str) -> str:
-    spec = DeviceSpec.from_string(device)
-    return f"{spec.job}:{spec.task}"
 
 
 def _nbytes(value) -> int:
@@ -113,7 +109,7 @@ class Executor:
         master = self.graph.master
         tasks.steps[master] = step = tasks.steps.get(master, 0) + 1
         self.step = f"{master} step {step}"
-        self.start_time = tasks.contexts[self.graph.master].now
+        self.start_time = tasks.contexts[master].now
         procs = [tasks.contexts[name].process(self._run_graph(tasks.contexts[name]),
                                               name=f"RunGraph ({self.step})",
                                               daemon=self.daemon)
@@ -220,8 +216,7 @@ class Executor:
         runtime = self.runtimes[ctx.name]
         waits = []
         for t in op.inputs:
-            src = self.client if t in self.feeds else self.placement[t.op]
-            if src != device:
+            if self.graph.source_device(t) != device:
                 waits.append(self.arrived[self.graph.input_edge(t, device, op)])
             elif t not in self.feeds:
                 waits.append(self.done[t.op])
@@ -253,8 +248,7 @@ class Executor:
         a thread of the inter-op ``pool`` (an asynchronous kernel gives it back meanwhile)."""
         args = []
         for t in op.inputs:
-            src = self.client if t in self.feeds else self.placement[t.op]
-            value = self.values[(t, device)] if src == device else \
+            value = self.values[(t, device)] if self.graph.source_device(t) == device else \
                 self.received[self.graph.input_edge(t, device, op)]
             if isinstance(value, Ref) and op.type not in REF_INPUT_OPS:
                 value = value.read(op)
@@ -372,21 +366,21 @@ class Executor:
                 self.procs.append(ctx.process(self._guarded(self._read_later(ctx, edge)),
                                               name=edge.send_name, daemon=self.daemon))
             else:
-                self._send(ctx, edge, edge.reader or self._reader(item, dst))
+                self._send(ctx, edge)
 
     def _read_later(self, ctx, edge):
         device = edge.src_device
         yield ctx.env.all_of([self.done[c] if self.placement[c] == device else
                               self.arrived[self.graph.input_edge(c, device, None)]
                               for c in edge.after])
-        self._send(ctx, edge, edge.reader)
+        self._send(ctx, edge)
 
-    def _send(self, ctx, edge, reader):
+    def _send(self, ctx, edge):
         """A ``_Send`` to another task: the value now (a variable's, read now)."""
         item, device, dst = edge.item, edge.src_device, edge.dst_device
         value = self.values[(item, device)]
-        if isinstance(value, Ref) and not self._ref_consumed(item, dst):
-            value = value.read(reader)
+        if isinstance(value, Ref) and edge not in self.graph.by_reference:
+            value = value.read(self.graph.first_reader[edge])
         payload = value if isinstance(value, np.ndarray) else Phantom(_nbytes(value))
         ctx.send(_task(dst), self._tag(edge), payload)
         ctx.span(_lane(device) + " send", f"Send {item.name}", "send", ctx.now, 0,
@@ -396,17 +390,6 @@ class Executor:
     def _stat(self, device, node, op_type, start, end):
         if self.step_stats is not None:
             self.step_stats.record(device, node, op_type, start, end)
-
-    def _consumers_on(self, tensor, device) -> list:
-        return [c for c in tensor.consumers_list if c in self.done
-                and self.placement[c] == device]
-
-    def _ref_consumed(self, tensor, device) -> bool:
-        """Whether an op on ``device`` takes ``tensor`` as a reference (Assign...)."""
-        return any(c.type in REF_INPUT_OPS for c in self._consumers_on(tensor, device))
-
-    def _reader(self, tensor, device):
-        return next(iter(self._consumers_on(tensor, device)), tensor.op)
 
     def _transfer_in_task(self, ctx, edge):
         """A Send/Recv pair between two devices of one task, over the machine's link (PCIe

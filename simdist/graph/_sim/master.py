@@ -16,8 +16,9 @@ result is cached per (fetches, feeds, targets), as TF caches its executors.
 
 from __future__ import annotations
 
+import functools
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simdist.hardware.device_spec import DeviceSpec
 from simdist.graph.graph_def import GraphDef, NodeDef, input_name, node_def
@@ -59,9 +60,10 @@ class ClientGraph:
     ops: list
     placement: dict  # op -> full device name
     client_device: str
+    fed: frozenset  # the fed tensors
     edges: list  # Edge
-    partition_graphs: list  # GraphDef, one per device, by device name
     master: str  # the master's task ("job:index")
+    partition_graphs: list = field(default_factory=list)  # GraphDef per device, by name
 
     def __post_init__(self):
         self.edge_to = {(e.item, e.dst_device, e.reader): e for e in self.edges}
@@ -72,6 +74,22 @@ class ClientGraph:
             edges.sort(key=lambda e: e.dst_device)
         self.tasks = sorted({task_of(d) for d in self.placement.values()} | {self.master},
                             key=lambda t: (t != self.master, t))
+        # who reads each tensor a _Send carries (TF's Send reads a variable then), and the
+        # tensors an op takes by reference on the other side (Assign...): sent as they are
+        self.first_reader: dict = {}
+        self.by_reference: set = set()
+        for e in self.edges:
+            if e.control:
+                continue
+            readers = [c for c in e.item.consumers_list
+                       if c in self.placement and self.placement[c] == e.dst_device]
+            self.first_reader[e] = e.reader or next(iter(readers), e.item.op)
+            if any(c.type in REF_INPUT_OPS for c in readers):
+                self.by_reference.add(e)
+
+    def source_device(self, tensor) -> str:
+        """Where ``tensor`` comes from in this run: the client device when it is fed."""
+        return source_device(tensor, self.fed, self.placement, self.client_device)
 
     def input_edge(self, item, device: str, reader) -> Edge:
         """The edge that brings ``item`` to ``reader`` on ``device``."""
@@ -81,9 +99,16 @@ class ClientGraph:
         return [g.node[0].device for g in self.partition_graphs]
 
 
+@functools.lru_cache(maxsize=4096)
 def task_of(device: str) -> str:
+    """"job:index" of a full device name."""
     spec = DeviceSpec.from_string(device)
     return f"{spec.job}:{spec.task}"
+
+
+def source_device(tensor, fed, placement: dict, client: str) -> str:
+    """Where ``tensor`` comes from: the client device when it is fed, else its op's."""
+    return client if tensor in fed else placement[tensor.op]
 
 
 def incarnation(device: str) -> int:
@@ -102,11 +127,9 @@ class Master:
 
     def __init__(self, task: str):
         self.task = task
-        self.client_device = None
         self._cache: dict = {}
         self._names = 0  # TF's counter behind the new nodes' names ("v_S0", "v_S1"...)
         self._edges = 0
-        self.steps = 0  # RunGraph steps started by this master
 
     def client_graph(self, ops, placement, feeds, fetches, targets, client_device: str
                      ) -> ClientGraph:
@@ -147,7 +170,7 @@ class Master:
             dst = placement[op]
             after = tuple(c for c in op.control_inputs if c in needed)
             for t in op.inputs:
-                src = client if t in feeds else placement[t.op]
+                src = source_device(t, feeds, placement, client)
                 if after and t not in feeds and t.op.type in VARIABLE_OPS and \
                         task_of(src) != task_of(dst) and op.type not in REF_INPUT_OPS:
                     for c in after:  # the read waits for them beside the variable
@@ -160,40 +183,42 @@ class Master:
         for t in fetches:
             if t not in feeds:
                 add(t, placement[t.op], client, t.op.name)
-        graphs = _partition_graphs(ops, placement, feeds, fetches, client, edges, feed_node)
-        return ClientGraph(ops, placement, client, edges, graphs, self.task)
+        graph = ClientGraph(ops, placement, client, frozenset(feeds), edges, self.task)
+        graph.partition_graphs = _partition_graphs(graph, feeds, fetches, feed_node)
+        return graph
 
 
-def _partition_graphs(ops, placement, feeds, fetches, client, edges, feed_node) -> list:
+def _partition_graphs(graph: ClientGraph, feeds, fetches, feed_node) -> list:
     """TF's partition graphs: each device's ops, its ``_Recv`` nodes (inputs from other
     devices, and the feeds on the client device) and ``_Send`` nodes."""
+    placement, client = graph.placement, graph.client_device
     nodes: dict[str, list] = {d: [] for d in sorted(set(placement.values()) | {client})}
-    recv_of = {(e.item, e.dst_device): e.recv_name for e in edges if e.reader is None}
-    recv_of.update({(e.item, e.reader): e.recv_name for e in edges if e.reader is not None})
+
+    def recv_of(item, device, reader=None) -> str:
+        return graph.input_edge(item, device, reader).recv_name
+
     for t in feeds:
         attr = _send_recv_attr(client, client, t.name, True, t)
         nodes[client].append(NodeDef(feed_node[t], "_Recv", client, (), _outputs(attr, t)))
-    for op in ops:
+    for op in graph.ops:
         device = placement[op]
         inputs = []
         for t in op.inputs:
-            src = client if t in feeds else placement[t.op]
-            if src != device:
-                inputs.append(recv_of.get((t, op)) or recv_of[(t, device)])
+            if graph.source_device(t) != device:
+                inputs.append(recv_of(t, device, op))
             else:
                 inputs.append(feed_node[t] if t in feeds else input_name(t))
         for c in op.control_inputs:
             if c in placement:
-                inputs.append("^" + (c.name if placement[c] == device else
-                                     recv_of[(c, device)]))
+                inputs.append("^" + (c.name if placement[c] == device else recv_of(c, device)))
         nodes[device].append(node_def(op, device, inputs))
-    for e in edges:
+    for e in graph.edges:
         tensor = None if e.control else e.item
         source = e.item.name if e.control else (
             feed_node[tensor] if tensor in feeds else input_name(tensor))
         attr = _send_recv_attr(e.src_device, e.dst_device, e.tensor_name, False, tensor)
         waits = tuple("^" + (c.name if placement[c] == e.src_device else
-                             recv_of[(c, e.src_device)]) for c in e.after)
+                             recv_of(c, e.src_device)) for c in e.after)
         nodes[e.src_device].append(NodeDef(e.send_name, "_Send", e.src_device,
                                            (("^" if e.control else "") + source,) + waits,
                                            attr))
@@ -202,7 +227,7 @@ def _partition_graphs(ops, placement, feeds, fetches, client, edges, feed_node) 
     for t in fetches:
         name = f"_send_{t.name.replace(':', '_')}"
         source = feed_node[t] if t in feeds else (
-            input_name(t) if placement[t.op] == client else recv_of[(t, client)])
+            input_name(t) if placement[t.op] == client else recv_of(t, client))
         attr = _send_recv_attr(client, client, t.name, True, t)
         nodes[client].append(NodeDef(name, "_Send", client, (source,), attr))
     return [GraphDef(n) for n in nodes.values() if n]
