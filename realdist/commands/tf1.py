@@ -9,11 +9,9 @@ script.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 
 from simdist.base.files import check_output
-from simdist.training.tf1_script import describe, parse_cluster
+from simdist.training.tf1_script import describe, parse_cluster, write_results
 
 
 def parse(argv) -> argparse.Namespace:
@@ -41,17 +39,12 @@ def cmd_tf1(args) -> int:
     from realdist.training.tf1_script import run_script
 
     check_output(args.results, "--results", ".json")
-    script_args = args.script_args
     clients = args.clients.split(",") if args.clients else None
-    results = run_script(args.script, parse_cluster(args.cluster), script_args, args.timeout,
-                         clients)
+    results = run_script(args.script, parse_cluster(args.cluster), args.script_args,
+                         args.timeout, clients)
     for line in describe(results):
         print(line)
     if args.results:
-        tmp = f"{args.results}.tmp"
-        with open(tmp, "w") as f:
-            json.dump({"half": "realdist", "cluster": args.cluster, "results": results}, f,
-                      indent=1)
-        os.replace(tmp, args.results)
+        write_results(args.results, "realdist", args.cluster, results)
         print(f"results: {args.results}")
     return 0

@@ -13,12 +13,11 @@ clients are simulated threads); under mpiexec, use -n 1.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 
 from simdist.base.files import check_output
 from simdist.commands import reporting_errors
+from simdist.hardware.units import format_ns
 from simdist.sim.launcher import mpiexec_world
 
 
@@ -49,20 +48,16 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
-    from simdist.training.tf1_script import describe, parse_cluster, run_script
+    from simdist.training.tf1_script import describe, parse_cluster, run_script, write_results
 
     check_output(args.results, "--results", ".json")
     check_output(args.trace, "--trace", ".json")
     run = run_script(args.script, parse_cluster(args.cluster), args.script_args)
     for line in describe(run.results, run.outputs):
         print(line)
-    print(f"simulated time: {run.end_time / 1e6:.2f} ms, {len(run.outputs)} tasks")
+    print(f"simulated time: {format_ns(run.end_time)}, {len(run.outputs)} tasks")
     if args.results:
-        tmp = f"{args.results}.tmp"
-        with open(tmp, "w") as f:
-            json.dump({"half": "simdist", "cluster": args.cluster, "results": run.results},
-                      f, indent=1)
-        os.replace(tmp, args.results)
+        write_results(args.results, "simdist", args.cluster, run.results)
         print(f"results: {args.results}")
     if args.trace:
         print(f"trace: {run.trace.save(args.trace)} (open it in https://ui.perfetto.dev)")

@@ -49,6 +49,7 @@ class Server:
         self.machine = machine or Machine()
         self.config = config
         self.runtime: TaskRuntime | None = None
+        self._adopted = False  # it stands for a launcher's server (launched_servers)
         if start:
             self.start()
 
@@ -93,7 +94,7 @@ class Server:
 
     def stop(self):
         """Shut the task down: its variables and GPU memory are lost (simdist extension)."""
-        if getattr(self, "_adopted", False):  # the launcher's server goes on serving
+        if self._adopted:  # the launcher's server goes on serving
             self.runtime = None
             return
         if _RUNNING.get(self.address) is self:

@@ -145,6 +145,15 @@ def _brief(value) -> str:
     return str(value)
 
 
+def write_results(path, half: str, cluster: str, results: dict) -> None:
+    """Write what each task reported (``--results``), whole or not at all: the file that
+    ``simdist compare`` reads."""
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(json.dumps({"half": half, "cluster": cluster, "results": results},
+                              indent=1))
+    os.replace(tmp, path)
+
+
 def is_results_file(data) -> bool:
     """Whether ``data`` (a loaded JSON) is what ``simdist tf1`` / ``realdist tf1
     --results`` write."""
