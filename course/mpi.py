@@ -12,7 +12,11 @@ does the job end with ``MPI_Abort``: nothing else can stop them.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Callable
+
+from course.checks import CheckFailed, not_done_name
+from course.lang import WORDS, language, localize
 
 #: how long a rank that is done waits for the others before it ends the job with MPI_Abort
 GRACE_S = 20.0
@@ -57,3 +61,24 @@ def run_exercise(transport, run: Callable[[], object], report: Callable[[object]
     control.Free()
     transport.finalize()
     return code
+
+
+def failure_text(error: BaseException, path: Path, lesson: str,
+                 check_failed: Callable[[CheckFailed], str] | None = None) -> str:
+    """What an exercise's report says when the learner's code fails on a rank: not done
+    yet (a stub's ``NotImplementedError``), a failed check (``check_failed`` writes it;
+    by default its message, hint and detail in the learner's language), or the error."""
+    name = not_done_name(error)
+    if name:
+        return (f"not done yet: exercise {name}\nhint: replace the `raise NotImplementedError` "
+                f"in {path} with your code (simdist lesson start {lesson} copies the stubs)")
+    if isinstance(error, CheckFailed):
+        return (check_failed or check_failed_text)(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def check_failed_text(error: CheckFailed) -> str:
+    """A failed check: its message, hint and detail in the learner's language."""
+    lang = language()
+    text = f"{error.message}\n{WORDS[lang]['hint']}: {localize(error.hint, lang)}"
+    return text + (f"\n      {localize(error.detail, lang)}" if error.detail else "")

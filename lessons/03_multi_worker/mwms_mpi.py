@@ -17,23 +17,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from course.mpi import run_exercise
-from course.lessons import CheckFailed, load_module, localize, not_done_name, solution_path
+from course.mpi import failure_text, run_exercise
+from course.lessons import CheckFailed, load_module, localize, solution_path
 from simdist.sim.transports import MPITransport
 from course.workspace import exercise_file
 
 HERE = Path(__file__).resolve().parent
 
 
-def failure_text(error: BaseException, path: Path) -> str:
-    """What the report says when the learner's code fails on a rank."""
-    name = not_done_name(error)
-    if name:
-        return (f"not done yet: exercise {name}\nhint: replace the `raise NotImplementedError` "
-                f"in {path} with your code (simdist lesson start 03 copies the stubs)")
-    if isinstance(error, CheckFailed):
-        return f"{error.message}\nhint: {localize(error.hint, 'en')}"
-    return f"{type(error).__name__}: {error}"
+def _check_failed(error: CheckFailed) -> str:
+    return f"{error.message}\nhint: {localize(error.hint, 'en')}"
 
 
 def main(argv=None) -> int:
@@ -67,7 +60,8 @@ def main(argv=None) -> int:
                      + detail)
         return "\n".join(lines), True
 
-    return run_exercise(transport, run, report, lambda e: failure_text(e, path), "mwms_mpi")
+    return run_exercise(transport, run, report, lambda e: failure_text(
+        e, path, "03", _check_failed), "mwms_mpi")
 
 
 if __name__ == "__main__":

@@ -17,30 +17,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from course.lang import WORDS, language
-from course.mpi import run_exercise
-from course.lessons import CheckFailed, load_module, localize, not_done_name, solution_path
+from course.mpi import check_failed_text, failure_text, run_exercise
+from course.lessons import CheckFailed, load_module, solution_path
 from simdist.sim.transports import MPITransport
 from course.workspace import exercise_file
 
 HERE = Path(__file__).resolve().parent
-
-
-def failure_text(error: BaseException, path: Path) -> str:
-    """What the report says when the learner's code fails on a rank."""
-    name = not_done_name(error)
-    if name:
-        return (f"not done yet: exercise {name}\nhint: replace the `raise NotImplementedError` "
-                f"in {path} with your code (simdist lesson start 10 copies the stubs)")
-    if isinstance(error, CheckFailed):
-        return _failed(error)
-    return f"{type(error).__name__}: {error}"
-
-
-def _failed(error: CheckFailed) -> str:
-    lang = language()
-    text = f"{error.message}\n{WORDS[lang]['hint']}: {localize(error.hint, lang)}"
-    return text + (f"\n      {localize(error.detail, lang)}" if error.detail else "")
 
 
 def main(argv=None) -> int:
@@ -69,12 +51,12 @@ def main(argv=None) -> int:
         try:
             detail = checks.verify_labels(result, job["name"])
         except CheckFailed as failed:
-            lines.append("  ✗ " + _failed(failed).replace("\n", "\n      "))
+            lines.append("  ✗ " + check_failed_text(failed).replace("\n", "\n      "))
             return "\n".join(lines), False
         lines.append(f"  ✓ the workers found {job['name']} and dataset_fn by name: {detail}")
         return "\n".join(lines), True
 
-    return run_exercise(transport, run, report, lambda e: failure_text(e, path),
+    return run_exercise(transport, run, report, lambda e: failure_text(e, path, "10"),
                         "coordinator_mpi")
 
 
