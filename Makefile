@@ -17,7 +17,7 @@ MPIEXEC ?= $(BIN)/mpiexec
 MPIFLAGS ?= $(shell $(MPIEXEC) --version 2>/dev/null | grep -q "Open MPI" && \
 	echo --oversubscribe --mca btl ^tcp $$( [ "$$(id -u)" = 0 ] && echo --allow-run-as-root))
 
-.PHONY: demo demo-token-ring lab course test test-fast bench studies calibrate clean
+.PHONY: demo demo-token-ring lab course test test-fast system-packages bench studies calibrate clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "DistLab needs Python 3.10 or newer, found " + sys.version.split()[0]'
@@ -79,11 +79,24 @@ course: $(STAMP)
 	$(BIN)/simdist course build
 	@echo "open out/course/index.html, or serve it (Perfetto links): $(BIN)/simdist course serve"
 
+# The system packages the browser test (Chromium) and the Chinese figures (Noto CJK fonts)
+# need: installed from Debian when make runs as root and they are missing. Elsewhere nothing
+# is installed and the browser test skips, printing the command to run.
+SYSTEM_PACKAGES ?= chromium fonts-noto-cjk
+system-packages:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		! dpkg -s $(SYSTEM_PACKAGES) >/dev/null 2>&1; then \
+		echo "== installing $(SYSTEM_PACKAGES) (apt-get, as root)"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends $(SYSTEM_PACKAGES) >/dev/null; } || \
+		echo "(apt-get could not install $(SYSTEM_PACKAGES): the browser test will skip)"; \
+	fi
+
 # Two pytest workers (the development machine's 2 cores), a test file at a time each, so a
 # module's real clusters run once and its tests stay in order: about half the time of one.
 # One worker, as before: make test PYTEST_WORKERS=0
 PYTEST_WORKERS ?= 2
-test: $(STAMP)
+test: $(STAMP) system-packages
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 # The quick loop: everything but the MPI, real-TensorFlow, notebook and browser tests.

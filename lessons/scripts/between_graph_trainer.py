@@ -65,8 +65,12 @@ else:
                                            config=only) as sess:
         while not sess.should_stop():
             time.sleep(work)  # the worker's own compute (simulated time in simdist)
-            _, value, step = sess.run([train, loss, global_step])
+            _, value = sess.run([train, loss])
             losses.append(float(value))
+    # the step the job ended at, read after training: a global_step fetched beside train in
+    # one run races with the update (TF may read it before or after the step is applied)
+    with tf.Session(server.target, config=only) as sess:
+        step = sess.run(global_step)
     report("runs", len(losses))
     report("global_step", int(step))
     report("losses", losses)
