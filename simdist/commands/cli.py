@@ -15,7 +15,7 @@ import warnings
 
 from simdist.commands import option_type
 from simdist.base.errors import InvalidArgumentError, SimdistError
-from simdist.base.files import check_output
+from simdist.base.files import check_outputs
 from simdist.sim.launcher import under_mpiexec
 from simdist.sim.flows import FIDELITIES
 from simdist.trace.schema import TRACE_MAX_MB
@@ -226,12 +226,14 @@ def cmd_run(args, program) -> int:
     from simdist.sim.limits import RunLimitError
     from simdist.trace.plots import format_summary, plot_timeline, summarize
     from simdist.sim.scheduler import TraceCapWarning, simulate
+    from simdist.training.programs import is_program_file
 
     if args.seed < 0:
         raise InvalidArgumentError(f"--seed {args.seed}: expected an int >= 0")
-    check_output(args.trace, "--trace")
-    check_output(args.timeline, "--timeline", ".png")
-    check_output(getattr(args, "result", None), "--result")
+    check_outputs({"--trace": args.trace, "--timeline": (args.timeline, ".png"),
+                   "--result": getattr(args, "result", None)},
+                  {"PROGRAM": args.program if is_program_file(args.program) else None,
+                   "--profiles-file": args.profiles_file})
     if args.trace_max_records < 1:
         raise InvalidArgumentError(f"--trace-max-records {args.trace_max_records}: expected "
                                    "a number of records >= 1")
@@ -331,7 +333,7 @@ def cmd_plot(args) -> int:
     from simdist.trace.plots import plot_timeline
     from simdist.trace.schema import Trace
 
-    check_output(args.output, "-o", ".png")
+    check_outputs({"-o": (args.output, ".png")}, {"TRACE": args.trace})
     trace = Trace.load(args.trace)
     plot_timeline(trace, args.output, steps_shown=args.steps_shown)
     print(f"timeline: {args.output}")

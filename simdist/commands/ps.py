@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simdist.base.files import check_output
+from simdist.base.files import check_outputs
 from simdist.commands import option_type, reporting_errors
 from simdist.distribute.failures import SYNTAX, Failure
 from simdist.sim.launcher import mpiexec_world
@@ -96,9 +96,8 @@ def _train(args) -> int:
     from simdist.training.ps_training import train_on_ps
     from simdist.trace.plots import plot_timeline
 
-    check_output(args.plot, "--plot", ".png")
-    check_output(args.timeline, "--timeline", ".png")
-    check_output(args.trace, "--trace", ".json")
+    check_outputs({"--plot": (args.plot, ".png"), "--timeline": (args.timeline, ".png"),
+                   "--trace": (args.trace, ".json")}, {"--checkpoint-dir": args.checkpoint_dir})
     run = train_on_ps(workers=args.workers, ps=args.ps, mode=args.mode, steps=args.steps,
                       step_us=args.step_us,
                       replicas_to_aggregate=args.replicas_to_aggregate,
