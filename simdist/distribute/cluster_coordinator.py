@@ -36,7 +36,8 @@ import numpy as np
 from simdist.base.errors import CancelledError, InvalidArgumentError, brief
 from simdist.sim.payloads import Phantom
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
-from simdist.distribute.rpc import RPC_BYTES, IteratorRef, decode, encode, rebuild_error
+from simdist.distribute.rpc import IteratorRef, decode, encode
+from simdist.sim.wire import RPC_BYTES, rebuild_error
 
 #: the coordinator's own time per function (Python, serialization, the RPC's start): about
 #: what TF's coordinator spends per small closure on a CPU host

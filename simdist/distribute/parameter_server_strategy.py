@@ -26,7 +26,7 @@ import contextlib
 import numpy as np
 
 from simdist.base.errors import FailedPreconditionError, InvalidArgumentError, brief
-from simdist.distribute.rpc import encode_header
+from simdist.sim.wire import encode_header
 from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
 from simdist.distribute.sharded_variable import (IndexedSlices, Partitioner, ShardedVariable,
                                                  Variable, num_shards, shard_offsets)

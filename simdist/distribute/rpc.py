@@ -11,31 +11,12 @@ header; a longer call costs its length), the values' arrays travel beside it.
 
 from __future__ import annotations
 
-import builtins
-import json
 from typing import NamedTuple
 
 import numpy as np
 
-from simdist.base import errors
-from simdist.base.errors import InvalidArgumentError, UnknownError, brief
-
-#: the bytes of a request's header (a function call's RPC, without its tensors)
-RPC_BYTES = 64
-
-
-# -- headers ------------------------------------------------------------------------------------
-
-def encode_header(obj, minimum: int = RPC_BYTES) -> np.ndarray:
-    """``obj`` (JSON data) as a ``uint8`` array of at least ``minimum`` bytes."""
-    raw = json.dumps(obj, separators=(",", ":")).encode()
-    out = np.zeros(max(minimum, len(raw)), np.uint8)
-    out[:len(raw)] = np.frombuffer(raw, np.uint8)
-    return out
-
-
-def decode_header(array) -> object:
-    return json.loads(bytes(np.asarray(array, np.uint8)).rstrip(b"\0").decode())
+from simdist.base.errors import InvalidArgumentError, brief
+from simdist.sim.wire import decode_header, encode_header
 
 
 # -- values: a structure spec and its arrays ----------------------------------------------------
@@ -120,23 +101,6 @@ def decode(payload, resolve=None) -> tuple[dict, object]:
     return header, unflatten(header["v"], iter(payload[1:]), resolve)
 
 
-# -- errors -------------------------------------------------------------------------------------
-
-def error_fields(error: BaseException) -> list[str]:
-    """An error as it travels: [class name, message]."""
-    return [type(error).__name__, str(error)]
-
-
-def rebuild_error(fields) -> Exception:
-    """The error of ``error_fields``: simdist's (TF's) class of that name, a Python builtin,
-    else ``UnknownError`` naming it."""
-    name, message = fields
-    cls = getattr(errors, name, None) or getattr(builtins, name, None)
-    if isinstance(cls, type) and issubclass(cls, Exception):
-        return cls(message)
-    return UnknownError(f"{name}: {message}")
-
-
 # -- update rules -------------------------------------------------------------------------------
 
 class UpdateRule(NamedTuple):
@@ -172,5 +136,4 @@ BUILTIN_RULES = {
 }
 
 
-__all__ = ["ASSIGN_ADD", "ASSIGN_SUB", "IteratorRef", "RPC_BYTES", "SGD", "UpdateRule",
-           "decode", "encode", "error_fields", "rebuild_error"]
+__all__ = ["ASSIGN_ADD", "ASSIGN_SUB", "IteratorRef", "SGD", "UpdateRule", "decode", "encode"]

@@ -30,12 +30,13 @@ import numpy as np
 
 from simdist.base.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
 from simdist.distribute.failures import Failure
-from simdist.distribute.rpc import (RPC_BYTES, UpdateRule, decode_header, encode_header,
-                                    error_fields, rebuild_error)
+from simdist.distribute.rpc import UpdateRule
 from simdist.distribute.worker import WorkerServer
 from simdist.hardware.cluster import ClusterSpec
 from simdist.sim.context import HOST
 from simdist.sim.payloads import Phantom
+from simdist.sim.wire import (RPC_BYTES, decode_header, encode_header, error_fields,
+                              rebuild_error)
 
 SERVER_JOBS = ("worker", "ps")
 #: requests of the coordinator's checkpoints, not of training

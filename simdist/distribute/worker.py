@@ -16,10 +16,11 @@ from __future__ import annotations
 import inspect
 
 from simdist.base.errors import InvalidArgumentError, NotFoundError, OutOfRangeError
-from simdist.distribute.rpc import decode, decode_header, encode, error_fields
+from simdist.distribute.rpc import decode, encode
 from simdist.distribute.strategy import InputContext
 from simdist.hardware.cluster import ClusterSpecError, chief_task
 from simdist.sim.core import Interrupt
+from simdist.sim.wire import decode_header, error_fields
 
 
 class WorkerIterator:
