@@ -1,18 +1,18 @@
 """``python -m benchmarks``: run the studies point by point with a progress bar and an ETA,
-write each study's CSV row by row as its points end, draw its figure, print its summary
+write each study's CSV (whole again as each point ends), draw its figure, print its summary
 table, and write benchmarks/RESULTS.md. This module reads the wall clock (for the bar and
 the timings): it measures the simulator from outside; the simulator itself never does."""
 
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
 
 from simdist.commands.progress import ProgressBar
 from simdist.base.errors import InvalidArgumentError, SimdistError
+from simdist.base.files import check_output_folder, check_outputs, write_csv
 
 from .page import read_rows, text_table, write_page
 from .studies import STUDIES
@@ -62,6 +62,8 @@ def run(args) -> int:
     out = Path(args.out) if args.out else HERE / "results"
     page = Path(args.page) if args.page else (out / "RESULTS.md" if args.out
                                               else HERE / "RESULTS.md")
+    check_output_folder(out, "--out")
+    check_outputs({"--page": page})
     out.mkdir(parents=True, exist_ok=True)
     plan = [(study, point) for study in studies for point in study.points(args.quick)]
     total_weight = sum(point["weight"] for _, point in plan)
@@ -74,18 +76,16 @@ def run(args) -> int:
     for study in studies:
         mine = [point for s, point in plan if s is study]
         start = time.perf_counter()
-        with open(out / f"{study.name}.csv", "w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, study.fields, extrasaction="ignore")
-            writer.writeheader()
-            for point in mine:
-                elapsed = time.perf_counter() - began
-                eta = elapsed * (total_weight - done_weight) / done_weight if done_weight \
-                    else None
-                bar.show(f"{study.name}: {_label(point)}", eta)
-                writer.writerow(study.measure(point))
-                handle.flush()
-                bar.done += 1
-                done_weight += point["weight"]
+        written = []  # the study's CSV so far, written whole again as each point ends
+        for point in mine:
+            elapsed = time.perf_counter() - began
+            eta = elapsed * (total_weight - done_weight) / done_weight if done_weight \
+                else None
+            bar.show(f"{study.name}: {_label(point)}", eta)
+            written.append(study.measure(point))
+            write_csv(out / f"{study.name}.csv", study.fields, written, extrasaction="ignore")
+            bar.done += 1
+            done_weight += point["weight"]
         seconds[study.name] = time.perf_counter() - start
         rows = read_rows(out / f"{study.name}.csv")
         study.draw(rows, out / f"{study.name}.png")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import textwrap
 from typing import NamedTuple
 
+from simdist.base.files import save_figure
+
 
 class Panel(NamedTuple):
     """One axes: its series {label: [(x, y), ...]} and how to draw them."""
@@ -63,7 +65,7 @@ def draw_panels(path, suptitle: str, panels: list[Panel], note: str) -> None:
     fig.text(0.01, 0.01, wrapped, fontsize=7, va="bottom", ha="left", color="#333333")
     lines = wrapped.count("\n") + 1
     fig.tight_layout(rect=(0, 0.035 * lines + 0.02, 1, 0.95))
-    fig.savefig(path, dpi=90)
+    save_figure(fig, path, dpi=90)
     plt.close(fig)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course import html as H
+from simdist.base.files import atomic_output, write_atomic
 
 #: where the rendered docs go, inside the site
 FOLDER = "docs"
@@ -73,9 +74,8 @@ def _rewrite(body: str, page: Path, docs: Path, shown: set[Path], out: Path) -> 
         if re.match(r"[a-z]+:", target) or not resolved.is_file() \
                 or not resolved.is_relative_to(docs.resolve()):
             return match.group(0)
-        copy = out / FOLDER / resolved.relative_to(docs.resolve())
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(resolved, copy)
+        with atomic_output(out / FOLDER / resolved.relative_to(docs.resolve())) as tmp:
+            shutil.copyfile(resolved, tmp)
         return f'<img src="{target}"'
 
     return _IMAGE.sub(image, _LINK.sub(link, body))
@@ -95,9 +95,7 @@ def write_guides(out, docs) -> list[Guide]:
         title = _title(text, page.stem)
         html = H.page(title, f'<main class="guide"><p><a href="{root}index.html">DistLab '
                       f'course</a></p>\n{body}</main>', root)
-        target = out / href
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(html, encoding="utf-8")
+        write_atomic(out / href, html)
         guides.append(Guide(page, title, href))
     return guides
 

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simdist.base.files import write_atomic
+
 #: ANSI colour codes in tracebacks and coloured output
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -60,9 +62,8 @@ class Assets:
 
     def add(self, data: bytes, suffix: str) -> str:
         """Write one figure; its address relative to the page."""
-        self.folder.mkdir(parents=True, exist_ok=True)
         name = f"figure-{len(self.written) + 1:02d}{suffix}"
-        (self.folder / name).write_bytes(data)
+        write_atomic(self.folder / name, data)
         self.written.append(name)
         return f"{self.href}/{name}"
 

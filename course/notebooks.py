@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course.folders import SOURCE, LessonError
+from simdist.base.files import write_atomic
 
 #: the source of each edition, beside lesson.md
 SOURCES = {"en": SOURCE, "zh": "lesson.zh.md"}
@@ -99,9 +100,7 @@ def notebook_text(nb) -> str:
 def write_notebook(lesson_dir, path=None, lang: str = "en") -> Path:
     """Build the lesson's notebook and write it (default ``notebook_path(lesson_dir)``)."""
     path = Path(path) if path is not None else notebook_path(lesson_dir, lang)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(notebook_text(build_notebook(lesson_dir, lang)), encoding="utf-8")
-    return path
+    return write_atomic(path, notebook_text(build_notebook(lesson_dir, lang)))
 
 
 def notebook_is_stale(lesson_dir, path=None, lang: str = "en") -> bool:

@@ -27,6 +27,7 @@ from course.checks import run_checks
 from course.folders import lessons_dir, list_lessons
 from course.guides import guides_html, write_guides
 from course.notebooks import editions, notebook_path
+from simdist.base.files import atomic_output, write_atomic
 
 #: the plots of simdist.trace.plots that take a trace first: the traces the site offers
 TRACE_PLOTS = ("plot_timeline", "plot_queue_occupancy")
@@ -216,8 +217,8 @@ def executed_notebook(page: Page, cache: Path, execute_missing: bool = True,
     if not execute_missing:
         return source, None
     nb = execute(page.notebook, traces, timeout, on_cell)
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, kept)
+    with atomic_output(kept) as tmp:  # a killed build leaves no broken kept run
+        nbformat.write(nb, tmp)
     page.run = "now"
     return nb, traces
 
@@ -289,7 +290,8 @@ def lesson_page(page: Page, nb, traces: Path | None, status: Status, out: Path,
     assets = H.Assets(folder, page.name)
     if traces is not None:
         shutil.copytree(traces, folder / "traces")
-    nbformat.write(nb, folder / page.notebook.name)  # the executed notebook, to download
+    with atomic_output(folder / page.notebook.name) as tmp:  # the executed notebook
+        nbformat.write(nb, tmp)
     page.title, page.goals = title_and_goals(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     page.errors = [f"code cell {i}: {o.get('ename')}: {o.get('evalue')}"
@@ -399,8 +401,8 @@ def build_course(out, folder=None, only=None, executed=None, execute_missing=Tru
     cache = Path(executed) if executed is not None else out / "executed"
     pages = pages_of(lessons)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "course.css").write_text(H.STYLE + H.pygments_css(), encoding="utf-8")
-    (out / "course.js").write_text(H.SCRIPT, encoding="utf-8")
+    write_atomic(out / "course.css", H.STYLE + H.pygments_css())
+    write_atomic(out / "course.js", H.SCRIPT)
     statuses = {}
     for i, lesson in enumerate(lessons, 1):
         if checks:
@@ -412,8 +414,7 @@ def build_course(out, folder=None, only=None, executed=None, execute_missing=Tru
             page, cache, execute_missing, again, timeout,
             (lambda k, n, page=page: on_cell(page, k, n)) if on_cell else None)
         html = lesson_page(page, nb, traces, statuses[page.name], out, pages)
-        (out / page.href).parent.mkdir(parents=True, exist_ok=True)
-        (out / page.href).write_text(html, encoding="utf-8")
+        write_atomic(out / page.href, html)
         log(f"      wrote {page.href}: {page.figures} figures, {page.traces} traces"
             + (f", {len(page.errors)} cell error(s)" if page.errors else "")
             + {"kept": " (a kept run: its cells have not changed)", "now": "",
@@ -422,7 +423,7 @@ def build_course(out, folder=None, only=None, executed=None, execute_missing=Tru
     guides = write_guides(out, docs) if docs.is_dir() and not only else []
     if guides:
         log(f"guides: {len(guides)} pages of docs/ in {out / 'docs'}")
-    (out / "index.html").write_text(index_page(pages, statuses, guides), encoding="utf-8")
+    write_atomic(out / "index.html", index_page(pages, statuses, guides))
     return pages
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from course.folders import EXERCISES, course_root
 from simdist.base.errors import InvalidArgumentError
+from simdist.base.files import atomic_output, write_atomic
 
 #: the default workspace's folder, beside lessons/
 WORKSPACE = "my_exercises"
@@ -54,11 +55,11 @@ def start(lesson_dir, workspace=None, force: bool = False) -> tuple[Path, bool]:
     target = workspace_file(lesson_dir, workspace)
     if target.exists() and not force:
         return target, False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(lesson_dir / EXERCISES, target)
+    with atomic_output(target) as tmp:
+        shutil.copyfile(lesson_dir / EXERCISES, tmp)
     ignore = workspace_dir(workspace) / ".gitignore"
     if not ignore.exists():  # ignored even in a clone whose .gitignore lacks the folder
-        ignore.write_text("# the learner's own work: never committed\n*\n", encoding="utf-8")
+        write_atomic(ignore, "# the learner's own work: never committed\n*\n")
     return target, True
 
 
@@ -90,6 +91,4 @@ class Progress:
         return failures
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(self.data, indent=1, sort_keys=True) + "\n",
-                             encoding="utf-8")
+        write_atomic(self.path, json.dumps(self.data, indent=1, sort_keys=True) + "\n")

@@ -6,7 +6,7 @@ same program and prints both side by side.
 from __future__ import annotations
 
 from simdist.base.errors import InvalidArgumentError
-from simdist.base.files import check_output
+from simdist.base.files import check_outputs
 
 from realdist.commands import save_trace
 
@@ -66,7 +66,8 @@ def cmd_ps(args) -> int:
                    save_checkpoint_steps=args.save_checkpoint_steps, timeout=args.timeout,
                    model=args.model)
     check_train_on_ps(**options, seed=args.seed)
-    check_output(args.trace, "--trace", ".json")
+    check_outputs({"--trace": (args.trace, ".json")},
+                  {"--checkpoint-dir": args.checkpoint_dir})
     print(f"realdist: {args.mode} training, {args.workers} worker and {args.ps} ps "
           "processes on localhost; starting TensorFlow...", flush=True)
     run = real_train_on_ps(seed=args.seed, **options)

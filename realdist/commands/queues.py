@@ -6,6 +6,7 @@ cluster (each with simdist's side by side where it has one).
 from __future__ import annotations
 
 from simdist.base.errors import InvalidArgumentError
+from simdist.base.files import check_outputs
 
 from realdist.commands import save_trace
 
@@ -73,6 +74,8 @@ def _queue_facts(args) -> int:
     from realdist.graph import queues
 
     path = args.output or queues.FACTS_PATH
+    if args.write:
+        check_outputs({"--output": path})
     recorded = queues.load_facts(path) if args.check else None  # a missing file fails first
     facts = queues.queue_facts(timeout=args.timeout)
     if args.check:
@@ -129,6 +132,7 @@ def _loader_trainer(args) -> int:
 
     check_loader_trainer(args.capacity, args.loaders, args.steps, args.batch, args.load_ms,
                          args.train_ms)
+    check_outputs({"--trace": args.trace, "--plot": (args.plot, ".png")})
     options = dict(loaders=args.loaders, steps=args.steps, batch=args.batch,
                    load_ms=args.load_ms, train_ms=args.train_ms, timeout=args.timeout)
     print(f"realdist: a loader (worker:1, {args.loaders} QueueRunner threads) and a trainer "
@@ -169,6 +173,7 @@ def _ensemble(args) -> int:
 
     check_ensemble(args.predictors, args.inputs, args.slow, args.predict_ms, args.slow_ms,
                    args.timeout_ms)
+    check_outputs({"--trace": args.trace})
     print(f"realdist: {args.predictors} predictor clients, an aggregator with "
           f"operation_timeout_in_ms={args.timeout_ms}; starting TensorFlow...", flush=True)
     run = real_ensemble(args.predictors, args.inputs, args.slow, args.predict_ms,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from simdist.base.errors import InvalidArgumentError
-from simdist.base.files import check_output
+from simdist.base.files import check_outputs
 from simdist.distribute.registry import STRATEGIES
 from simdist.hardware.tf_config import TFConfig
 from simdist.hardware.units import check_seconds
@@ -43,8 +43,7 @@ def cmd_run(args) -> int:
     exercise.build()  # a model and dataset that do not fit fail here, before TF starts
     if os.environ.get("TF_CONFIG"):  # TF reads it too, and fails with a JSON traceback
         TFConfig.from_env()
-    check_output(args.result, "--result")
-    check_output(args.trace, "--trace")
+    check_outputs({"--result": args.result, "--trace": args.trace})
     options = {}
     if args.processes:
         if exercise.strategy != "parameter_server":

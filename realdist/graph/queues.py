@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from simdist.base import errors
+from simdist.base.files import write_atomic
 
 from realdist.graph import queue_probe
 from realdist.graph import queue_probe_values
@@ -99,10 +100,7 @@ def load_facts(path=FACTS_PATH) -> dict:
 
 
 def write_facts(facts: dict, path=FACTS_PATH) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")
-    return path
+    return write_atomic(path, json.dumps(facts, indent=1, sort_keys=True) + "\n")
 
 
 def differences(old, new, where: str = "") -> list[str]:

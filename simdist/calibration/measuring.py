@@ -1,12 +1,11 @@
 """Measuring a plan of exercises on real TensorFlow, for ``simdist calibrate`` and ``simdist
 bench predict``: a ``realdist measure`` process (simdist itself never imports TensorFlow) runs
 the plan with the measuring protocol (``simdist.calibration.protocol``); its lines are read as
-they come, each reported to a progress callback, and a CSV row is written per exercise as it
-ends."""
+they come, each reported to a progress callback, and the CSV is written again, whole, as each
+exercise ends."""
 
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from simdist.base.errors import UnavailableError
+from simdist.base.files import write_csv
 from simdist.calibration.fit import Measurement
 from simdist.calibration.plan import label
 from simdist.calibration.protocol import EXTRA_RUNS, REPEAT, pass_order
@@ -62,12 +62,7 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
             on_progress(done, len(runs), what, eta_s)
 
     out: list[Measurement | None] = [None] * len(exercises)
-    writer = handle = None
-    if csv_path is not None:
-        csv_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(csv_path, "w", newline="", encoding="utf-8")
-        writer = csv.DictWriter(handle, FIELDS + list(more_fields))
-        writer.writeheader()
+    rows: list[dict] = []  # the CSV so far, written whole again at each row
     with tempfile.TemporaryDirectory() as tmp:
         plan = Path(tmp) / "plan.json"
         plan.write_text(json.dumps([e.to_dict() for e in exercises]), encoding="utf-8")
@@ -100,9 +95,9 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
                                p75_ms=got["p75_ns"] / 1e6)
                 if more is not None:
                     row.update(more(k, out[k]))
-                if writer is not None:
-                    writer.writerow(row)
-                    handle.flush()
+                rows.append(row)
+                if csv_path is not None:
+                    write_csv(csv_path, FIELDS + list(more_fields), rows)
             proc.wait()
             log.seek(0)
             errors = log.read()
@@ -111,8 +106,6 @@ def measure_real(exercises, csv_path: Path | None, timeout: float = 300, repeat:
                 proc.kill()
                 proc.wait()
             log.close()
-            if handle is not None:
-                handle.close()
     if proc.returncode != 0:
         last = [ln for ln in errors.splitlines() if ln.strip()][-1:] or ["no message"]
         raise UnavailableError(f"realdist measure exited with {proc.returncode}: {last[0]}")

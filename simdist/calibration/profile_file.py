@@ -8,6 +8,8 @@ import json
 import platform
 from pathlib import Path
 
+from simdist.base.files import write_atomic
+
 
 def this_machine() -> str:
     """The machine measured, for a profile's description."""
@@ -16,10 +18,9 @@ def this_machine() -> str:
 
 def write_profile(path: Path, document: dict) -> None:
     """Write ``document`` to ``path``: JSON for a .json file, else YAML."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".json":
-        path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        write_atomic(path, json.dumps(document, indent=1) + "\n")
     else:
         import yaml
 
-        path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+        write_atomic(path, yaml.safe_dump(document, sort_keys=False))

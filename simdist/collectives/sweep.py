@@ -16,8 +16,8 @@ regime only past about p x n*.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
+from simdist.base.files import save_figure
 from simdist.sim.payloads import Phantom
 from simdist.hardware.units import format_bytes, format_ns
 from simdist.collectives.formulas import bus_bandwidth
@@ -251,8 +251,7 @@ def plot_sweep(rows: list[dict], path=None, title: str | None = None, hardware=N
         f"bandwidth-bound above p·n* (where even chunks of n/p take longer than a)"),
         fontsize=10.5)
     if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
+        save_figure(fig, path, dpi=110)
     return fig
 
 

@@ -16,7 +16,7 @@ import sys
 
 from simdist.training.compare import format_comparison, parity, plot_comparison
 from simdist.training.exercises import RunResult
-from simdist.base.files import check_output, read_json
+from simdist.base.files import check_outputs, read_json
 from simdist.training.tf1_script import compare_results, is_results_file
 from simdist.commands import reporting_errors
 
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
 
 
 def _compare(args) -> int:
-    check_output(args.output, "-o", ".png")
+    check_outputs({"-o": (args.output, ".png")}, {"FIRST": args.first, "SECOND": args.second})
     first, second = (read_json(path, "run result") for path in (args.first, args.second))
     if is_results_file(first) and is_results_file(second):  # simdist tf1 / realdist tf1
         lines, agree = compare_results(first, second)

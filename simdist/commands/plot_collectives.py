@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from simdist.base.files import check_outputs
 from simdist.collectives import sweep
 from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
 from simdist.sim.flows import FIDELITIES
@@ -41,6 +42,7 @@ def main(argv=None) -> int:
 
 
 def _plot(args) -> int:
+    check_outputs({"-o": (args.output, ".png")}, {"--profiles-file": args.profiles_file})
     catalog = HardwareCatalog.default()
     if args.profiles_file:
         catalog.load_file(args.profiles_file)

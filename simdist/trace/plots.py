@@ -7,8 +7,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from simdist.base.files import save_figure
 from simdist.trace.schema import Trace
 from simdist.hardware.units import format_bytes, format_ns, time_unit
 
@@ -174,8 +173,7 @@ def plot_timeline(trace: Trace, path=None, title: str | None = None, max_flows: 
         overview.tick_params(axis="y", labelsize=5)
     _legend(fig, trace, colors, flows)
     if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120)
     return fig
 
 
@@ -334,5 +332,5 @@ def plot_queue_comparison(traces: dict, queue: str, path=None, title: str | None
     axes[-1].set_xlabel(f"{'simulated ' if clocks == {'simulated'} else ''}time ({unit})")
     axes[-1].set_xlim(0, end / scale)
     if path is not None:
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120)
     return fig

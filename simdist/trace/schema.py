@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simdist.base.errors import InvalidArgumentError, brief
+from simdist.base.files import write_atomic
 from simdist.trace.chrome import check_event, id_order, is_int
 
 SCHEMA_VERSION = 1
@@ -326,10 +327,8 @@ class Trace:
         return head[:-1] + ',"traceEvents":[\n' + ",\n".join(lines) + "\n]}\n"
 
     def save(self, path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.to_json())
-        return path
+        """Write the trace's JSON to ``path``, whole or not at all."""
+        return write_atomic(path, self.to_json())
 
     @classmethod
     def load(cls, path) -> Trace:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from simdist.base.errors import SimdistError
+from simdist.base.files import save_figure
 from simdist.training.exercises import RunResult, comparison_problems, max_weight_difference
 from simdist.hardware.units import format_bytes, format_ns
 
@@ -140,6 +141,6 @@ def plot_comparison(a: RunResult, b: RunResult, path) -> str:
         ax.legend()
     fig.suptitle(f"{_describe(a)}\n{parity(a, b)[1]}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return str(path)

@@ -6,6 +6,7 @@ of one run (``plot_ps_training``), backup workers against random stragglers
 from __future__ import annotations
 
 from simdist.base.errors import InvalidArgumentError
+from simdist.base.files import save_figure
 from simdist.hardware.units import time_unit
 from simdist.training.ps_training import PSTrainingRun, train_on_ps
 
@@ -54,7 +55,7 @@ def plot_ps_training(run: PSTrainingRun, path=None):
         grad_ax.legend(fontsize=8)
     fig.suptitle(f"between-graph {run.mode} training on parameter servers")
     if path is not None:
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120)
     return fig
 
 

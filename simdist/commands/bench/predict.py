@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from simdist.base.errors import InvalidArgumentError
+from simdist.base.files import check_outputs, write_csv
 from simdist.calibration.fit import RECORD_FIELDS, SYSTEM, profile_document, simulated_step_ns
 from simdist.calibration.plan import SIZES, calibration_plan, label, sized_exercise
 from simdist.calibration.profile_file import this_machine, write_profile
@@ -135,6 +136,10 @@ def drift(pairs) -> float | None:
 
 
 def run(args) -> int:
+    session_profile = Path(args.csv).with_name(Path(args.csv).stem + "_profile.json")
+    check_outputs({"--csv": args.csv,
+                   "--one-session's profile": session_profile if args.one_session else None},
+                  {"--profiles-file": None if args.one_session else args.profiles_file})
     only = None
     if args.only:
         only = [s.strip() for s in args.only.split(",")]
@@ -242,7 +247,7 @@ def _one_session(args, exercises, only):
                         for m, s in zip(result.measurements, result.simulated_ns)],
                        "fit residuals (the calibration exercises of this session)",
                        spread=[(m.p25_ns, m.p75_ns) for m in result.measurements]))
-    profile = csv_path.with_name(csv_path.stem + "_profile.json")
+    profile = csv_path.with_name(csv_path.stem + "_profile.json")  # as run() checked
     write_profile(profile, profile_document(result, machine=this_machine()))
     print(f"profile: {profile} (system '{SYSTEM}')\n")
     simulated_all = [simulated_step_ns(e, result.catalog) for _, e in both]
@@ -261,7 +266,4 @@ def _write_errors(csv_path: Path, simulated: list[float]) -> None:
         row["simulated_ms"] = s / 1e6
         if row["median_ms"]:
             row["error_pct"] = _error_pct(s, float(row["median_ms"]) * 1e6)
-    with open(csv_path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(csv_path, fields, rows)

@@ -19,12 +19,10 @@ measures the simulator from outside; the simulator itself never does.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
 import time
-from pathlib import Path
 from typing import NamedTuple
 
 DEVICES = (64, 128, 256, 512, 1024, 2048, 4096)
@@ -284,7 +282,7 @@ def main(argv=None) -> int:
 
 def _run(args) -> int:
     from simdist.base.errors import InvalidArgumentError
-    from simdist.base.files import check_output
+    from simdist.base.files import check_outputs, write_csv
     from simdist.commands.progress import ProgressBar
     from simdist.sim.launcher import check_ranks
 
@@ -294,8 +292,7 @@ def _run(args) -> int:
     if steps < 1 or not args.params >= 1 or not args.max_point_s > 0:
         raise InvalidArgumentError(f"--steps {steps}, --params {args.params:g}, --max-point-s "
                                    f"{args.max_point_s:g}: expected values >= 1, >= 1, > 0")
-    check_output(args.csv, "--csv")
-    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
+    check_outputs({"--csv": args.csv})
     fidelities = ("message", "flow") if args.fidelity == "both" else (args.fidelity,)
     tracing = {"off": (False,), "on": (True,), "both": (False, True)}[args.tracing]
     points = [Point(d, fidelity, trace, r) for r in ranks for trace in tracing
@@ -307,34 +304,36 @@ def _run(args) -> int:
     rows: list[dict] = []
     bar = ProgressBar(len(points) + (target is not None))
     timeout = max(60.0, 5 * args.max_point_s)
-    with open(args.csv, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        for point in points:
-            bar.show(point.describe(), _eta(rows, points[bar.done:], steps, args.max_point_s))
-            row = {"devices": point.devices, "fidelity": point.fidelity,
-                   "trace": point.trace, "ranks": point.ranks, "steps": steps}
-            estimate = estimate_seconds(rows, point, steps)
-            failed = any(r["status"] == "failed" for r in rows
-                         if (r["fidelity"], r["trace"], r["ranks"]) == point.series)
-            if failed or (estimate is not None and estimate > args.max_point_s):
-                row.update(status="skipped", estimate_s=estimate)
-            else:
-                began = time.perf_counter()
-                row.update(measure(point, steps, args.params, timeout))
-                row["elapsed_s"] = time.perf_counter() - began  # with the process's start
-            rows.append(row)
-            writer.writerow({**row, "trace": "on" if point.trace else "off"})
-            handle.flush()
-            bar.done += 1
-        target_row = None
-        if target is not None:
-            bar.show("target: " + target.describe() + f", {TARGET['steps']} steps",
-                     _eta(rows, [], steps, args.max_point_s))
-            target_row = measure(target, TARGET["steps"], args.params, timeout)
-            bar.done += 1
-            writer.writerow({"devices": target.devices, "fidelity": "flow", "trace": "off",
-                             "ranks": 1, "steps": TARGET["steps"], **target_row})
+    written: list[dict] = []  # the CSV so far, written whole again as each point ends
+
+    def write_row(row):
+        written.append(row)
+        write_csv(args.csv, FIELDS, written, extrasaction="ignore")
+
+    for point in points:
+        bar.show(point.describe(), _eta(rows, points[bar.done:], steps, args.max_point_s))
+        row = {"devices": point.devices, "fidelity": point.fidelity,
+               "trace": point.trace, "ranks": point.ranks, "steps": steps}
+        estimate = estimate_seconds(rows, point, steps)
+        failed = any(r["status"] == "failed" for r in rows
+                     if (r["fidelity"], r["trace"], r["ranks"]) == point.series)
+        if failed or (estimate is not None and estimate > args.max_point_s):
+            row.update(status="skipped", estimate_s=estimate)
+        else:
+            began = time.perf_counter()
+            row.update(measure(point, steps, args.params, timeout))
+            row["elapsed_s"] = time.perf_counter() - began  # with the process's start
+        rows.append(row)
+        write_row({**row, "trace": "on" if point.trace else "off"})
+        bar.done += 1
+    target_row = None
+    if target is not None:
+        bar.show("target: " + target.describe() + f", {TARGET['steps']} steps",
+                 _eta(rows, [], steps, args.max_point_s))
+        target_row = measure(target, TARGET["steps"], args.params, timeout)
+        bar.done += 1
+        write_row({"devices": target.devices, "fidelity": "flow", "trace": "off",
+                   "ranks": 1, "steps": TARGET["steps"], **target_row})
     bar.show("done", 0)
     bar.close()
     print("\n" + format_table(rows))
