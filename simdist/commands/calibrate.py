@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from simdist.base.errors import InvalidArgumentError
-from simdist.base.files import check_output
+from simdist.base.files import check_outputs
 from simdist.calibration.fit import PARAMETERS, SYSTEM, predict, profile_document
 from simdist.calibration.plan import calibration_plan, label
 from simdist.calibration.profile_file import this_machine, write_profile
@@ -57,11 +57,11 @@ def main(argv=None) -> int:
 
 def calibrate(args) -> int:
     output = Path(args.output)
-    check_output(output, "--output")
-    if output.suffix.lower() not in (".json", ".yaml", ".yml"):
-        raise InvalidArgumentError(f"--output {output}: expected a .json, .yaml or .yml file")
     csv_path = Path(args.csv) if args.csv else output.with_name(
         output.stem + "_measurements.csv")
+    check_outputs({"--output": output, "--csv": csv_path})
+    if output.suffix.lower() not in (".json", ".yaml", ".yml"):
+        raise InvalidArgumentError(f"--output {output}: expected a .json, .yaml or .yml file")
     plan = calibration_plan(args.steps, args.quick)
     print(f"measuring {len(plan)} exercises on real TensorFlow ({runs_text(args)}; rows in "
           f"{csv_path})", flush=True)
@@ -99,6 +99,8 @@ def parameters_table(parameters: dict) -> str:
 def fit_table(args) -> int:
     from simdist.calibration.table import read_table
 
+    output = Path(args.output)
+    check_outputs({"--output": output}, {"--from-csv": args.from_csv})
     rows = read_table(args.from_csv)
     used = [r for r in rows if r.split == "fit" and r.step_ns is not None]
     if not used:
@@ -117,8 +119,6 @@ def fit_table(args) -> int:
         print(errors_table([(f"line {r.line}: {label(r.exercise)}", r.step_ns, s)
                             for r, s in zip(others, simulated)],
                            "predicted (rows marked check, or with no time; step times)"))
-    output = Path(args.output)
-    check_output(output, "--output")
     write_profile(output, profile_document(result, machine=f"the table {args.from_csv}"))
     print(f"\nprofile: {output} (system '{SYSTEM}')")
     return 0

@@ -247,11 +247,9 @@ class RunResult:
 
     def save(self, path, with_trace: bool = True) -> Path:
         """Write the result's JSON (``with_trace=False``: without its trace)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(with_trace), default=_numpy_to_json),
-                        encoding="utf-8")
-        return path
+        from simdist.base.files import write_atomic
+
+        return write_atomic(path, json.dumps(self.to_json(with_trace), default=_numpy_to_json))
 
     @classmethod
     def from_json(cls, d: dict, source: str = "run result") -> RunResult:

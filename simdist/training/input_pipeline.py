@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simdist.base.errors import CancelledError, OutOfRangeError, check_ints
+from simdist.base.files import save_figure
 from simdist.graph._sim.clients import simulate_clients
 from simdist.graph.coordinator import Coordinator
 from simdist.graph.data_flow_ops import FIFOQueue
@@ -159,5 +160,5 @@ def plot_starvation(rows: list, path=None):
     ax.grid(color="0.9", linewidth=0.6)
     ax.legend()
     if path is not None:
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120)
     return fig
