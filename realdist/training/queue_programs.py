@@ -17,6 +17,7 @@ time asked, everything else (queue waits, gRPC, sessions) is what real TF took.
 from __future__ import annotations
 
 import inspect
+import math
 import textwrap
 from dataclasses import dataclass, field
 
@@ -68,14 +69,15 @@ class EnsembleRun:
 
 
 def _check(function: str, **values) -> None:
-    """Counts must be ints >= 1, times (``*_ms``) numbers >= 0."""
+    """Counts must be ints >= 1, times (``*_ms``) finite numbers >= 0."""
     for label, value in values.items():
         is_time = label.endswith("_ms")
         ok = (not isinstance(value, bool) and isinstance(value, (int, float) if is_time else int)
-              and value >= (0 if is_time else 1))
+              and value >= (0 if is_time else 1) and (not is_time or math.isfinite(value)))
         if not ok:
             raise InvalidArgumentError(f"{function}: {label}={value!r}, expected "
-                                       + ("a number >= 0" if is_time else "an int >= 1"))
+                                       + ("a finite number of ms >= 0" if is_time
+                                          else "an int >= 1"))
 
 
 def check_loader_trainer(capacity, loaders, steps, batch, load_ms, train_ms, element_size=64,

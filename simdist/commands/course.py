@@ -8,6 +8,7 @@ import time
 
 from course.folders import LessonError, find_lesson, repo_relative
 from simdist.base.errors import InvalidArgumentError
+from simdist.base.files import check_output_folder
 
 USAGE = "usage: simdist course build [NN ...] [options] | simdist course serve [options]"
 
@@ -72,6 +73,9 @@ def build(argv: list[str]) -> int:
             print(f"      cell {k}/{n}", flush=True)
 
     try:
+        check_output_folder(args.out, "-o")
+        if args.executed is not None:
+            check_output_folder(args.executed, "--executed")
         only = [find_lesson(x, args.lessons_dir) for x in args.lessons] or None
         pages = build_course(args.out, args.lessons_dir, only, args.executed,
                              not args.no_execute, args.again, not args.no_checks,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import traceback
 from pathlib import Path
 
 from simdist.distribute.registry import STRATEGIES
@@ -61,6 +63,10 @@ def load_program(name_or_path: str) -> Program:
         except SyntaxError as error:
             raise InvalidArgumentError(f"program file '{path}' line {error.lineno}: "
                                        f"{error.msg}") from None
+        except (Exception, SystemExit) as error:  # the file's own code raised as it loaded
+            raise InvalidArgumentError(f"program file '{path}'{_line_in(error, path)} raised "
+                                       f"{type(error).__name__} as it was imported: "
+                                       f"{_first_line(error)}") from None
         program = getattr(module, "PROGRAM", None)
         if not isinstance(program, Program):
             raise NotFoundError(f"program file '{path}' defines no PROGRAM = "
@@ -69,3 +75,17 @@ def load_program(name_or_path: str) -> Program:
     raise NotFoundError(f"unknown program '{name_or_path}': expected one of "
                         f"{', '.join(program_names())} or a path to a .py file "
                         "(see 'simdist list')")
+
+
+def _line_in(error: BaseException, path: Path) -> str:
+    """' line N': the last line of the program file in the error's traceback ('' if none)."""
+    where = os.path.abspath(path)
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+             if os.path.abspath(frame.filename) == where]
+    return f" line {lines[-1]}" if lines else ""
+
+
+def _first_line(error: BaseException) -> str:
+    """The first line of the error's message ("(no message)" when it has none)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else "(no message)"
