@@ -56,6 +56,7 @@ import os
 import re
 from typing import NamedTuple
 
+from simdist.base.checks import check_learning_rate, check_seed
 from simdist.base.errors import InvalidArgumentError
 from simdist.distribute.failures import SYNTAX, Failure
 from simdist.training.ps_spec import FEATURES, MODELS, MODES, shard
@@ -130,8 +131,8 @@ def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
     """``real_train_on_ps``'s options, checked before any process starts; the step times
     (default 100 ms each)."""
     _check("real_train_on_ps", workers=workers, ps=ps, steps=steps)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InvalidArgumentError(f"real_train_on_ps: seed={seed!r}, expected an int >= 0")
+    check_seed(seed, "real_train_on_ps: seed (--seed)")  # simdist ps's rules
+    check_learning_rate(learning_rate, "real_train_on_ps: learning_rate (--learning-rate)")
     for label, value, most in (("workers", workers, MAX_WORKERS), ("ps", ps, MAX_PS)):
         if value > most:
             raise InvalidArgumentError(f"real_train_on_ps: {label}={value}, expected at most "
@@ -157,10 +158,6 @@ def check_train_on_ps(workers, ps, mode, steps, step_ms, replicas_to_aggregate,
             raise InvalidArgumentError(
                 f"real_train_on_ps: replicas_to_aggregate={replicas_to_aggregate} is more "
                 f"than the {workers} workers (expected 1..{workers})")
-    if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)) or not (
-            0 < learning_rate < math.inf):
-        raise InvalidArgumentError(f"real_train_on_ps: learning_rate={learning_rate!r}, "
-                                   "expected a finite number > 0")
     check_seconds(timeout, "timeout")
     grace = stop_grace_period_secs
     if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 <= grace < timeout:

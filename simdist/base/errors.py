@@ -53,6 +53,10 @@ class AbortedError(SimdistError):
     ``Session.reset``)."""
 
 
+class DataLossError(SimdistError):
+    """Models tf.errors.DataLossError: a file (a checkpoint) is corrupt or cut short."""
+
+
 class UnknownError(SimdistError):
     """Models tf.errors.UnknownError: what TF raises when Python code it runs (a py_func)
     raised an exception of its own; here, a task's main."""

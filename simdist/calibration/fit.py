@@ -185,6 +185,11 @@ def _depends(parameter: Parameter, exercise) -> bool:
     return parameter.applies in ("all", exercise.strategy)
 
 
+def free_parameters(measurements) -> list[Parameter]:
+    """The parameters that some of ``measurements`` depend on: those a fit sets."""
+    return [p for p in PARAMETERS if any(_depends(p, m.exercise) for m in measurements)]
+
+
 def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,
         on_progress=None) -> Fit:
     """Fit the parameters to ``measurements`` (see the module's docstring).
@@ -198,7 +203,7 @@ def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,
         if not (np.isfinite(m.median_ns) and m.median_ns > 0):
             raise InvalidArgumentError(f"a measured step time must be a number > 0, got "
                                        f"{m.median_ns!r} for {m.exercise.strategy}")
-    free = [p for p in PARAMETERS if any(_depends(p, m.exercise) for m in measurements)]
+    free = free_parameters(measurements)
     theta = {**START, **(start or {})}
     measured = np.array([m.median_ns for m in measurements])
     total = iterations * sum(1 + sum(_depends(p, m.exercise) for p in free)

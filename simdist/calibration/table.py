@@ -51,11 +51,16 @@ def read_table(path) -> list[Row]:
     """The rows of a user's table, each checked, with errors naming the line and value."""
     path = Path(path)
     lines = read_text(path, "table").splitlines()
-    reader = csv.DictReader(lines)
-    if not reader.fieldnames:
+    reader = csv.reader(lines)
+    first = next(reader, None)
+    if not first:
         raise InvalidArgumentError(f"{path}: empty table: expected a header line with model "
                                    f"and one of {', '.join(TIME_COLUMNS)}")
-    header = [name.strip() for name in reader.fieldnames]
+    header = [name.strip() for name in first]
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:
+        raise InvalidArgumentError(f"{path}: column(s) {', '.join(map(repr, twice))} given "
+                                   "more than once in the header: expected each column once")
     unknown = [name for name in header if name not in KNOWN]
     if unknown:
         raise InvalidArgumentError(f"{path}: unknown column(s) {', '.join(map(repr, unknown))}:"
@@ -67,12 +72,38 @@ def read_table(path) -> list[Row]:
     if times[0] == "epoch_s" and "examples" not in header:
         raise InvalidArgumentError(f"{path}: epoch_s needs an examples column (the examples "
                                    "of an epoch)")
-    rows = [_row(path, number, {k.strip(): (v or "").strip() for k, v in raw.items() if k},
-                 times[0])
-            for number, raw in enumerate(reader, start=2)]
+    rows = []
+    for values in reader:
+        if not any(v.strip() for v in values):
+            continue  # a blank line
+        if len(values) != len(header):
+            raise InvalidArgumentError(
+                f"{path}, line {reader.line_num}: {len(values)} value(s) for the {len(header)} "
+                f"columns of the header ({', '.join(header)}): expected one value per column "
+                "(an empty one for none)")
+        rows.append(_row(path, reader.line_num,
+                         {k: v.strip() for k, v in zip(header, values)}, times[0]))
     if not rows:
         raise InvalidArgumentError(f"{path}: the table has a header but no rows")
     return rows
+
+
+def underdetermined(path, rows: list[Row]) -> str | None:
+    """A line of warning when the rows a fit uses set fewer different exercises than
+    there are costs they depend on (``fit.free_parameters``): many profiles then fit them
+    equally well, and the fit picks one. None when there are enough."""
+    from simdist.calibration.fit import RECORD_FIELDS, free_parameters
+
+    used = [r for r in rows if r.split == "fit" and r.step_ns is not None]
+    kinds = {tuple(getattr(r.exercise, f) for f in RECORD_FIELDS) for r in used}
+    free = free_parameters([r.measurement for r in used])
+    if len(kinds) >= len(free):
+        return None
+    return (f"{path}: {len(used)} row(s) to fit, {len(kinds)} different exercise(s), for "
+            f"{len(free)} costs they depend on: the fit is underdetermined (many profiles "
+            "match these rows; it keeps one), so its predictions of other exercises mean "
+            f"little: measure at least {len(free)} different exercises (strategies, "
+            "replicas, workers, batches)")
 
 
 def _row(path, line: int, raw: dict, time_column: str) -> Row:

@@ -97,7 +97,7 @@ def parameters_table(parameters: dict) -> str:
 
 
 def fit_table(args) -> int:
-    from simdist.calibration.table import read_table
+    from simdist.calibration.table import read_table, underdetermined
 
     output = Path(args.output)
     check_outputs({"--output": output}, {"--from-csv": args.from_csv})
@@ -106,6 +106,9 @@ def fit_table(args) -> int:
     if not used:
         raise InvalidArgumentError(f"{args.from_csv}: no row with a time and split 'fit': "
                                    "nothing to fit")
+    warning = underdetermined(args.from_csv, rows)
+    if warning:
+        print(f"simdist calibrate: warning: {warning}", file=sys.stderr, flush=True)
     result = fit_with_progress([r.measurement for r in used])
     print(parameters_table(result.parameters))
     print()

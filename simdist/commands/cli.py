@@ -220,7 +220,9 @@ def _main(argv) -> int:
 
 
 def cmd_run(args, program) -> int:
+    from simdist.base.checks import check_seed, check_time
     from simdist.commands import run_limits
+    from simdist.distribute.failures import Failure
     from simdist.sim.core import SimulationDeadlock
     from simdist.hardware.devices import Hardware, HardwareCatalog
     from simdist.sim.limits import RunLimitError
@@ -228,8 +230,10 @@ def cmd_run(args, program) -> int:
     from simdist.sim.scheduler import TraceCapWarning, simulate
     from simdist.training.programs import is_program_file
 
-    if args.seed < 0:
-        raise InvalidArgumentError(f"--seed {args.seed}: expected an int >= 0")
+    check_seed(args.seed, "--seed")
+    for failure in getattr(args, "fail", ()):  # parameter_server's: inside the run's time
+        check_time(Failure.parse(failure).at_ns / 1e9, f"--fail {failure}: its time", "s",
+                   10**9, args.max_sim_time)
     check_outputs({"--trace": args.trace, "--timeline": (args.timeline, ".png"),
                    "--result": getattr(args, "result", None)},
                   {"PROGRAM": args.program if is_program_file(args.program) else None,

@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from simdist.base.files import check_outputs
-from simdist.commands import option_type, reporting_errors
+from simdist.commands import option_type, reporting_errors, run_limits
 from simdist.distribute.failures import SYNTAX, Failure
 from simdist.sim.launcher import mpiexec_world
 
@@ -78,6 +78,7 @@ def main(argv=None) -> int:
     parser.add_argument("--trace", metavar="JSON", help="write the Chrome/Perfetto trace")
     parser.add_argument("--plot", metavar="PNG", help="draw loss, global step and gradients")
     parser.add_argument("--timeline", metavar="PNG", help="draw the timeline of every task")
+    run_limits.add_arguments(parser)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     rank, ranks = mpiexec_world()
     if ranks > 1:  # every rank would run the whole job and write the same files
@@ -98,18 +99,19 @@ def _train(args) -> int:
 
     check_outputs({"--plot": (args.plot, ".png"), "--timeline": (args.timeline, ".png"),
                    "--trace": (args.trace, ".json")}, {"--checkpoint-dir": args.checkpoint_dir})
-    run = train_on_ps(workers=args.workers, ps=args.ps, mode=args.mode, steps=args.steps,
-                      step_us=args.step_us,
-                      replicas_to_aggregate=args.replicas_to_aggregate,
-                      learning_rate=args.learning_rate, seed=args.seed,
-                      stall_us=args.stall_us, stall_probability=args.stall_probability,
-                      max_staleness=args.max_staleness,
-                      staleness_weighting=args.staleness_weighting,
-                      warmup_steps=args.warmup_steps, failures=args.fail,
-                      checkpoint_dir=args.checkpoint_dir,
-                      save_checkpoint_steps=args.save_checkpoint_steps,
-                      features=args.features, examples=args.examples,
-                      gradient_dtype=args.gradient_dtype, model=args.model)
+    with run_limits.run_limits(args) as limits:  # simdist run's limits, with its defaults
+        run = train_on_ps(workers=args.workers, ps=args.ps, mode=args.mode, steps=args.steps,
+                          step_us=args.step_us,
+                          replicas_to_aggregate=args.replicas_to_aggregate,
+                          learning_rate=args.learning_rate, seed=args.seed,
+                          stall_us=args.stall_us, stall_probability=args.stall_probability,
+                          max_staleness=args.max_staleness,
+                          staleness_weighting=args.staleness_weighting,
+                          warmup_steps=args.warmup_steps, failures=args.fail,
+                          checkpoint_dir=args.checkpoint_dir,
+                          save_checkpoint_steps=args.save_checkpoint_steps,
+                          features=args.features, examples=args.examples,
+                          gradient_dtype=args.gradient_dtype, model=args.model, limits=limits)
     for line in run.describe():
         print(line)
     if args.plot:

@@ -17,14 +17,14 @@ import signal
 import threading
 import time
 
-from simdist.base.errors import DeadlineExceededError, InvalidArgumentError, ResourceExhaustedError
-from simdist.sim.limits import RunLimits, estimated_minutes
+from simdist.base.errors import DeadlineExceededError, InvalidArgumentError
+from simdist.sim.limits import MAX_EVENTS, MAX_SIM_TIME_NS, RunLimits, check_events, \
+    estimated_minutes
 from simdist.hardware.units import parse_quantity
 from simdist.commands import option_type, timeout_seconds, whole_number
 
-#: the defaults: 10 million events (about 8 minutes on one core), one simulated day, an hour
-MAX_EVENTS = 10_000_000
-MAX_SIM_TIME_NS = 86_400 * 10**9
+#: the defaults: 10 million events (about 8 minutes on one core) and one simulated day, as
+#: the Python API's (``limits.DEFAULT_LIMITS``), and an hour of wall clock
 TIMEOUT_S = 3600.0
 
 
@@ -55,13 +55,8 @@ def check_cost(program, args) -> None:
     """Refuse a run whose size options promise more events than ``--max-events``."""
     if program.cost is None:
         return
-    events = program.cost(args)
-    if events > args.max_events:
-        raise ResourceExhaustedError(
-            f"these sizes make about {events:,} events, more than --max-events "
-            f"{args.max_events:,} (about {estimated_minutes(events):,.0f} min on one core): "
-            "give smaller sizes (an all-reduce costs the square of its replicas or tasks), "
-            "or a larger --max-events if you mean it")
+    check_events(program.cost(args), args.max_events, "give smaller sizes (an all-reduce "
+                 "costs the square of its replicas or tasks)")
 
 
 @contextlib.contextmanager

@@ -31,7 +31,13 @@ class Failure(NamedTuple):
         """"worker:1@2ms" or "ps:0@5ms+1ms" (task@time[+downtime]); a Failure as it is.
         The old form "ps:0,8000,2000" or ("ps:0", 8000, 2000), times in ``old_unit``, is
         refused with its new spelling."""
-        if isinstance(text, cls):
+        if isinstance(text, cls):  # a record made by hand: held to the same rules
+            if not (isinstance(text.task, str) and _is_ns(text.at_ns)
+                    and (text.down_ns is None or _is_ns(text.down_ns))):
+                raise InvalidArgumentError(f"failure {brief(tuple(text))}: expected a task "
+                                           "'worker:N' or 'ps:N' and whole nanoseconds, the "
+                                           "time >= 0 and the downtime > 0")
+            cls.parse(str(text))  # the task, and a downtime > 0
             return text
         if not isinstance(text, str) or "@" not in text:
             new = _new_spelling(text, old_unit)
@@ -60,6 +66,10 @@ class Failure(NamedTuple):
             raise InvalidArgumentError(f"failure {text!r}: expected whole nanoseconds, the "
                                        "time >= 0 and the downtime > 0")
         return cls(f"{job}:{int(index)}", at_ns, down_ns)
+
+
+def _is_ns(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _spelled(ns: int) -> str:

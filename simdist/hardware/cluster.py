@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from simdist.base.checks import MAX_TASKS
 from simdist.base.errors import (InvalidArgumentError, NotFoundError, OutOfRangeError, brief,
                                  stricter_than_tf)
 
@@ -136,6 +137,15 @@ class ClusterSpec:
                 raise ClusterSpecError(
                     f"invalid job name {brief(job)}: expected {_JOB_RULE} or 'ps'{why}")
         jobs: dict[str, dict[int, str] | int] = {}
+        counts = {job: value if _is_int(value) else len(value) for job, value in cluster.items()
+                  if _is_int(value) or isinstance(value, (list, tuple, dict))}
+        if sum(counts.values()) > MAX_TASKS:
+            raise ClusterSpecError(
+                f"a cluster of {sum(counts.values()):,} tasks ("
+                + ", ".join(f"{job}: {n:,}" for job, n in counts.items())
+                + f"): expected at most {MAX_TASKS:,}, simdist's cap"
+                + stricter_than_tf("every task is a simulated process with its own state "
+                                   "and queues, and localhost ports end at 65535"))
         for job, value in cluster.items():
             if _is_int(value):
                 if value < 1:

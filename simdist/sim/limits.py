@@ -3,7 +3,10 @@ time it may take (``simdist run --max-events``, ``--max-sim-time``, ``--timeout`
 
 The scheduler checks them once per time window (``Simulation._advance``), on every rank with
 the same numbers, so that every rank stops at the same window. simdist never reads the wall
-clock itself: ``out_of_time`` is a callback the command layer gives, which reads it.
+clock itself: ``out_of_time`` is a callback the command layer gives, which reads it. The
+Python API runs with ``DEFAULT_LIMITS``, the commands' default events and simulated time,
+so that a program that never ends stops there too (``limits=None``: no limit); a run whose
+sizes promise more events than its limit is refused before it starts (``check_events``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from simdist.hardware.units import format_ns
 #: roughly how many events per second one core simulates (``simdist bench engine``), for
 #: the estimates in error messages
 EVENTS_PER_SECOND = 20_000
+#: the default limits: 10 million events (about 8 minutes on one core), one simulated day
+MAX_EVENTS = 10_000_000
+MAX_SIM_TIME_NS = 86_400 * 10**9
 
 
 class RunLimits(NamedTuple):
@@ -49,7 +55,23 @@ class RunLimitError(ResourceExhaustedError):
             f"the run stopped at {limit}: {events} events, {windows} time windows and "
             f"{messages} messages so far, simulated time {format_ns(now)}, {live} processes "
             "still running. A program that never ends looks like this (a loop without an "
-            "exit); if yours is meant to run this long, raise the limit")
+            "exit); if yours is meant to run this long, raise the limit (in Python: "
+            "limits=RunLimits(max_events=..., max_sim_time=...))")
+
+
+#: what the Python API runs with unless told otherwise: the commands' defaults
+DEFAULT_LIMITS = RunLimits(MAX_EVENTS, MAX_SIM_TIME_NS)
+
+
+def check_events(events: int, max_events: int | None, hint: str) -> None:
+    """Refuse a run whose sizes promise ``events`` events, more than ``max_events`` (None: no
+    limit), before it starts; ``hint`` says which sizes cost most."""
+    if max_events is not None and events > max_events:
+        raise ResourceExhaustedError(
+            f"these sizes make about {events:,} events, more than --max-events "
+            f"{max_events:,} (about {estimated_minutes(events):,.0f} min on one core): "
+            f"{hint}, or a larger --max-events (limits=RunLimits(max_events=...) in Python) "
+            "if you mean it")
 
 
 def estimated_minutes(events: int) -> float:

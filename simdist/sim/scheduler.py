@@ -23,7 +23,7 @@ from simdist.sim.core import INFINITY, Environment, SimulationDeadlock
 from simdist.hardware.devices import Hardware, HardwareCatalog
 from simdist.base.errors import InvalidArgumentError
 from simdist.sim.flows import FIDELITIES
-from simdist.sim.limits import RunLimitError, RunLimits
+from simdist.sim.limits import DEFAULT_LIMITS, RunLimitError, RunLimits
 from simdist.sim.network import NETWORK_STREAM, Network, nic_name
 from simdist.sim.payloads import rebuild_payload
 from simdist.trace.schema import TRACE_MAX_MB, Trace, Tracer, build_trace, max_records_per_stream
@@ -91,13 +91,15 @@ def default_hardware() -> Hardware:
 
 def simulate(cluster, main, *, hardware: Hardware | None = None, seed: int = 0,
              trace: bool = True, transport=None, metadata: dict | None = None,
-             limits: RunLimits | None = None, fidelity: str = "message",
+             limits: RunLimits | None = DEFAULT_LIMITS, fidelity: str = "message",
              trace_max_mb: float | None = TRACE_MAX_MB) -> SimulationResult:
     """Run ``main(ctx)`` (a generator function) as the program of every task of ``cluster``.
 
     ``cluster`` is a ClusterSpec or its dict; ``transport`` is ``InProcessTransport()``
     (default) or ``MPITransport()`` under mpiexec; ``limits`` (``RunLimits``) ends a run
-    that takes too many events or too long with a ``RunLimitError``; ``fidelity`` is
+    that takes too many events or too much simulated time with a ``RunLimitError``, by
+    default at ``simdist run``'s defaults (``DEFAULT_LIMITS``: 10 million events, a
+    simulated day; None: no limit), so that a program that never ends stops; ``fidelity`` is
     "message" (every message of a collective simulated) or "flow" (a collective over
     size-only values is a few flows: ``simdist.collectives.flow``); ``trace_max_mb`` caps
     the trace's memory (``trace.Tracer``; None: no cap). Returns the trace, the simulated
@@ -130,7 +132,7 @@ class Simulation:
 
     def __init__(self, cluster, main, *, hardware: Hardware | None = None, seed: int = 0,
                  trace: bool = True, transport=None, metadata: dict | None = None,
-                 limits: RunLimits | None = None, fidelity: str = "message",
+                 limits: RunLimits | None = DEFAULT_LIMITS, fidelity: str = "message",
                  trace_max_mb: float | None = TRACE_MAX_MB):
         cluster = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(cluster)
         self.hardware = hardware = hardware or default_hardware()

@@ -23,6 +23,7 @@ from simdist.training.data import DATASETS, load_dataset
 from simdist.distribute import cross_device_ops
 from simdist.distribute.failures import check_failures
 from simdist.distribute.registry import STRATEGIES, strategy_named
+from simdist.base.checks import check_int, check_learning_rate, check_seed
 from simdist.base.errors import InvalidArgumentError, brief
 from simdist.training.models import MODELS, make_model
 
@@ -34,8 +35,6 @@ CROSS_DEVICE_OPS = ("auto", *cross_device_ops.CROSS_DEVICE_OPS)
 COMMUNICATIONS = tuple(c.value for c in cross_device_ops.CommunicationImplementation)
 
 
-#: the largest learning rate an exercise accepts (plain SGD diverges long before it)
-MAX_LEARNING_RATE = 1e3
 #: the largest sizes an exercise accepts: beyond them the arrays alone outgrow a machine's
 #: memory (the number of steps, replicas and workers is bounded by the run's cost instead)
 MAX_SIZE = {"global_batch": 1 << 20, "hidden": 1 << 16, "workers": 4096,
@@ -97,21 +96,18 @@ class Exercise:
         _choice("communication", self.communication, COMMUNICATIONS)
         for name in ("global_batch", "steps", "workers", "devices_per_worker", "hidden", "ps",
                      "steps_per_execution"):
-            value = getattr(self, name)
             label = f"{name} ({OPTION[name]})" if name in OPTION else name
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InvalidArgumentError(f"{label} must be an int >= 1, got {brief(value)}")
-            if value > MAX_SIZE.get(name, value):
-                raise InvalidArgumentError(f"{label} {value} is more than this exercise can "
-                                           f"hold in memory: at most {MAX_SIZE[name]}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) \
-                or self.seed < 0:
-            raise InvalidArgumentError(f"seed (--seed) must be an int >= 0, got {self.seed!r}")
-        lr = self.learning_rate
-        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) \
-                or not 0 < lr <= MAX_LEARNING_RATE:
-            raise InvalidArgumentError(f"learning_rate (--learning-rate) must be a finite "
-                                       f"number > 0 and <= {MAX_LEARNING_RATE:g}, got {lr!r}")
+            check_int(getattr(self, name), label, 1, MAX_SIZE.get(name),
+                      "the most this exercise can hold in memory")
+        check_seed(self.seed, "seed (--seed)")
+        check_learning_rate(self.learning_rate, "learning_rate (--learning-rate)")
+        if self.cross_device_ops != "auto" and self.strategy != "mirrored":
+            raise InvalidArgumentError(f"cross_device_ops (--cross-device-ops) is "
+                                       f"MirroredStrategy's option, not {self.strategy}'s")
+        if self.communication != "auto" and self.strategy != "multi_worker_mirrored":
+            raise InvalidArgumentError(f"communication (--communication) is "
+                                       f"MultiWorkerMirroredStrategy's option, not "
+                                       f"{self.strategy}'s")
         if not isinstance(self.failures, (list, tuple)) or not all(
                 isinstance(f, str) for f in self.failures):
             raise InvalidArgumentError(f"failures must be a list of strings like "
@@ -182,11 +178,11 @@ class Exercise:
         parser.add_argument("--learning-rate", type=float, default=d.learning_rate)
         parser.add_argument("--hidden", type=int, default=d.hidden,
                             help="hidden units of the mlp model (default 32)")
-        parser.add_argument("--cross-device-ops", default=d.cross_device_ops,
-                            choices=list(CROSS_DEVICE_OPS), help="MirroredStrategy's")
-        parser.add_argument("--communication", default=d.communication,
-                            choices=list(COMMUNICATIONS),
-                            help="MultiWorkerMirroredStrategy's CommunicationImplementation")
+        parser.add_argument("--cross-device-ops", choices=list(CROSS_DEVICE_OPS),
+                            help=f"MirroredStrategy's (default {d.cross_device_ops})")
+        parser.add_argument("--communication", choices=list(COMMUNICATIONS),
+                            help="MultiWorkerMirroredStrategy's CommunicationImplementation "
+                                 f"(default {d.communication})")
         parser.add_argument("--ps", type=int, default=d.ps,
                             help="parameter server tasks (parameter_server)")
         parser.add_argument("--steps-per-execution", type=int, default=d.steps_per_execution,
@@ -205,15 +201,31 @@ class Exercise:
     def from_args(cls, strategy: str, args, seed: int = 0, hardware: str = "cpu") -> Exercise:
         record = strategy_named(strategy)
         workers = record.default_workers if args.workers is None else args.workers
+        for option, value, ignored in (
+                ("--replicas", args.replicas, record.single_replica),
+                ("--cross-device-ops", args.cross_device_ops, strategy != "mirrored"),
+                ("--communication", args.communication, strategy != "multi_worker_mirrored")):
+            if value is not None and ignored:  # given, and the strategy would not read it
+                raise InvalidArgumentError(f"{option} {value}: {strategy} has no such option "
+                                           f"({option} {_IGNORED_BY[option]}): leave it out")
         replicas = record.default_replicas if args.replicas is None else args.replicas
         return cls(strategy=strategy, model=args.model, dataset=args.dataset,
                    global_batch=args.global_batch, steps=args.steps,
                    learning_rate=args.learning_rate, seed=seed, workers=workers,
-                   devices_per_worker=replicas, cross_device_ops=args.cross_device_ops,
-                   communication=args.communication, hardware=hardware, hidden=args.hidden,
+                   devices_per_worker=replicas, cross_device_ops=args.cross_device_ops or "auto",
+                   communication=args.communication or "auto", hardware=hardware,
+                   hidden=args.hidden,
                    ps=getattr(args, "ps", 1),
                    steps_per_execution=getattr(args, "steps_per_execution", 1),
                    failures=tuple(getattr(args, "fail", ())))
+
+
+#: what an option of ``Exercise.add_arguments`` is for, said when a strategy that ignores it
+#: is given it
+_IGNORED_BY = {"--replicas": "is the devices of a worker for the strategies that run a "
+                             "replica on each",
+               "--cross-device-ops": "is MirroredStrategy's",
+               "--communication": "is MultiWorkerMirroredStrategy's"}
 
 
 def _choice(what, value, choices):

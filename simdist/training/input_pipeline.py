@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simdist.base.errors import CancelledError, OutOfRangeError, check_ints
+from simdist.base.checks import (check_int, check_memory, check_number, check_probability,
+                                 check_seed, check_time)
+from simdist.base.errors import CancelledError, InvalidArgumentError, OutOfRangeError, check_ints
 from simdist.base.files import save_figure
 from simdist.graph._sim.clients import simulate_clients
 from simdist.graph.coordinator import Coordinator
@@ -25,7 +27,9 @@ from simdist.graph.graph import Graph
 from simdist.graph.queue_runner import QueueRunner
 from simdist.graph.io_ops import read_record
 from simdist.graph.script_ops import timed_py_func
-from simdist.graph.server import Server, stop_all_servers
+from simdist.graph.server import Server, cluster_of_running_servers, stop_all_servers
+from simdist.graph._sim.world import world_of
+from simdist.sim.limits import DEFAULT_LIMITS, RunLimits, check_events
 from simdist.graph.session import Session
 
 QUEUE = "examples"
@@ -47,6 +51,44 @@ class PipelineRun:
         return self.starved_ns / self.end_time if self.end_time else 0.0
 
 
+#: the most enqueue threads (each a client thread of the loader)
+MAX_LOADER_THREADS = 64
+#: about the events of a trainer step and of each element it dequeues (measured)
+STEP_EVENTS, ELEMENT_EVENTS = 100, 60
+
+
+def _check_options(capacity, loader_threads, steps, batch, element_size, read_us, stall_us,
+                   stall_probability, train_flops, seed, train_us, limits) -> None:
+    """``loader_trainer``'s options by the shared rules (``simdist.base.checks``): counts,
+    times within the run's simulated time, the queue's and the compute's arrays under the
+    memory cap, the events under the run's limit."""
+    check_ints("loader_trainer", capacity=capacity, loader_threads=loader_threads,
+               steps=steps, batch=batch, element_size=element_size)
+    if limits is not None and not isinstance(limits, RunLimits):
+        raise InvalidArgumentError(f"loader_trainer: limits={limits!r}, expected a RunLimits "
+                                   "or None")
+    most = limits.max_sim_time if limits is not None else None
+    check_int(loader_threads, "loader_trainer: loader_threads", 1, MAX_LOADER_THREADS,
+              "each is a client thread")
+    for name, value in (("read_us", read_us), ("stall_us", stall_us),
+                        ("train_us", 0.0 if train_us is None else train_us)):
+        check_time(value, f"loader_trainer: {name}", "us", 1000, most)
+    check_probability(stall_probability, "loader_trainer: stall_probability")
+    check_number(train_flops, "loader_trainer: train_flops", 0.0, None, "a number of FLOPs")
+    check_seed(seed, "loader_trainer: seed")
+    check_memory((capacity + batch + loader_threads) * element_size * 4,
+                 f"loader_trainer: (capacity + batch + loader_threads) x element_size x 4 "
+                 f"bytes (({capacity:,} + {batch:,} + {loader_threads:,}) x {element_size:,} "
+                 "x 4)", "give a smaller element_size, capacity or batch")
+    side = max(1, round((train_flops / 2) ** (1 / 3)))
+    check_memory(2 * side * side * 4, f"loader_trainer: train_flops {train_flops:g} (two "
+                 f"{side:,} x {side:,} float32 matrices)", "give fewer train_flops, or "
+                 "train_us")
+    if limits is not None:
+        check_events(steps * (STEP_EVENTS + ELEMENT_EVENTS * batch), limits.max_events,
+                     "give fewer steps or a smaller batch (loader_trainer)")
+
+
 def compute_op(tf, flops: float):
     """A scalar op whose run does about ``flops`` of work (a square matmul)."""
     n = max(1, round((flops / 2) ** (1 / 3)))  # a matmul of n x n by n x n: 2 n^3 FLOPs
@@ -56,13 +98,15 @@ def compute_op(tf, flops: float):
 def loader_trainer(capacity: int = 4, loader_threads: int = 1, steps: int = 20,
                    batch: int = 2, element_size: int = 256, read_us: float = 25.0,
                    stall_us: float = 775.0, stall_probability: float = 0.1,
-                   train_flops: float = 2.5e7, seed: int = 0, train_us: float | None = None
-                   ) -> PipelineRun:
+                   train_flops: float = 2.5e7, seed: int = 0, train_us: float | None = None,
+                   limits: RunLimits | None = DEFAULT_LIMITS) -> PipelineRun:
     """Simulate the loader/trainer program; see the module docstring. With ``train_us``, a
     step is a ``timed_py_func`` of that length instead of ``train_flops`` of compute: the
-    step realdist's ``real_loader_trainer`` measures."""
-    check_ints("loader_trainer", capacity=capacity, loader_threads=loader_threads,
-               steps=steps, batch=batch, element_size=element_size)
+    step realdist's ``real_loader_trainer`` measures. ``limits``: the run's (by default the
+    commands' 10 million events and simulated day); sizes past them or past the memory cap
+    are refused before it starts."""
+    _check_options(capacity, loader_threads, steps, batch, element_size, read_us, stall_us,
+                   stall_probability, train_flops, seed, train_us, limits)
     import simdist.graph as tf
 
     stop_all_servers()
@@ -70,6 +114,9 @@ def loader_trainer(capacity: int = 4, loader_threads: int = 1, steps: int = 20,
                                     "worker": ["localhost:2223", "localhost:2224"]})
     servers = [Server(cluster, "ps", 0), Server(cluster, "worker", 0),
                Server(cluster, "worker", 1)]
+    _, runtimes = cluster_of_running_servers()
+    hardware = next(iter(runtimes.values())).machine.hardware
+    world_of(runtimes, hardware).simulation.limits = limits  # a new world: from 0 events
 
     def shared_queue():
         with tf.device("/job:ps/task:0"):

@@ -1,22 +1,43 @@
 """The spec of TF1's between-graph program on parameter servers (``train_on_ps``): its
 options as one checked record, ``PSTrainingSpec``, and the problem it trains, a linear
 regression whose examples are cut in one shard per worker (``shard``). realdist's
-``real_train_on_ps`` trains on the same shards."""
+``real_train_on_ps`` trains on the same shards.
+
+The options are held to the rules every command shares (``simdist.base.checks``: seeds,
+learning rates, times, probabilities, sizes and their memory caps) and to the run's limits
+(``RunLimits``, the commands' defaults unless given): a step, a stall or a failure later than
+its simulated time is refused, and so are sizes that promise more events than its
+``max_events`` (``cost``), before anything runs."""
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from simdist.base.checks import (check_int, check_learning_rate, check_memory,
+                                 check_probability, check_seed, check_time)
 from simdist.base.errors import InvalidArgumentError, check_ints
 from simdist.distribute.failures import Failure
+from simdist.sim.limits import DEFAULT_LIMITS, RunLimits, check_events
 
 FEATURES = 8
 NONZEROS = 8  # features per example in the sparse model
 MODES = ("sync", "async")
 MODELS = ("dense", "sparse")
 GRADIENT_DTYPES = ("float32", "float16")
+#: the most workers and ps tasks: each is a client thread with its own graph and session
+#: (1,024 workers take about 650 MB and minutes for one step)
+MAX_WORKERS, MAX_PS = 512, 64
+#: the most bytes of weights over all workers: each worker's read of the weights and its
+#: gradient are in flight at once, about nine copies (64 workers x 1M features: 2.4 GB)
+MODEL_BYTES = 128 << 20
+#: the events of one worker's step and of a worker's start, and what each ps task adds to a
+#: step (``PSTrainingSpec.cost``, measured: within 1.5x above the runs' own counts)
+STEP_EVENTS, START_EVENTS, PS_STEP_EVENTS = 250, 600, 90
 
 
 @dataclass
@@ -54,6 +75,8 @@ class PSTrainingSpec:
     examples: int = 32
     gradient_dtype: str = "float32"
     model: str = "dense"
+    #: the run's limits (events, simulated time; the command's --timeout): None, none
+    limits: RunLimits | None = DEFAULT_LIMITS
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -84,9 +107,14 @@ class PSTrainingSpec:
             raise _refused("float16 gradients with max_staleness or staleness_weighting are "
                            "not built: choose one")
         self.failures = tuple(Failure.parse(f) for f in self.failures)
+        self._check_values()
+        self._check_sizes()
 
     def _check_cluster(self):
         check_ints("train_on_ps", workers=self.workers, ps=self.ps, steps=self.steps)
+        beyond = "simdist's cap (each task is a client thread with its own graph)"
+        check_int(self.workers, "train_on_ps: workers (--workers)", 1, MAX_WORKERS, beyond)
+        check_int(self.ps, "train_on_ps: ps (--ps)", 1, MAX_PS, beyond)
         if len(self.step_us) != self.workers or not all(
                 isinstance(t, (int, float)) and not isinstance(t, bool) and t >= 0
                 for t in self.step_us):
@@ -94,6 +122,47 @@ class PSTrainingSpec:
                            "in us (numbers >= 0), one per worker")
         if self.replicas_to_aggregate is not None:
             check_ints("train_on_ps", replicas_to_aggregate=self.replicas_to_aggregate)
+
+    def _check_values(self):
+        """Seeds, rates, times and probabilities by the shared rules; a time no longer than
+        the run's limit on simulated time."""
+        if self.limits is not None and not isinstance(self.limits, RunLimits):
+            raise _refused(f"limits={self.limits!r}, expected a RunLimits or None")
+        most = self.limits.max_sim_time if self.limits is not None else None
+        check_seed(self.seed, "train_on_ps: seed (--seed)")
+        check_learning_rate(self.learning_rate, "train_on_ps: learning_rate (--learning-rate)")
+        for k, t in enumerate(self.step_us):
+            check_time(t, f"train_on_ps: step_us[{k}] (--step-us)", "us", 1000, most)
+        check_time(self.stall_us, "train_on_ps: stall_us (--stall-us)", "us", 1000, most)
+        check_probability(self.stall_probability,
+                          "train_on_ps: stall_probability (--stall-probability)")
+        check_int(self.warmup_steps, "train_on_ps: warmup_steps (--warmup-steps)", 0)
+        check_int(self.worker_timeout_ms, "train_on_ps: worker_timeout_ms", 1)
+        check_time(self.stop_grace_period_secs, "train_on_ps: stop_grace_period_secs", "s",
+                   10**9, None)
+        for f in self.failures:
+            label = f"train_on_ps: failure of {f.task} (--fail)"
+            check_time(f.at_ns / 1e9, f"{label}: its time", "s", 10**9, most)
+            if f.down_ns is not None:
+                check_time(f.down_ns / 1e9, f"{label}: its downtime", "s", 10**9, most)
+        if self.save_checkpoint_steps is not None:
+            check_int(self.save_checkpoint_steps,
+                      "train_on_ps: save_checkpoint_steps (--save-checkpoint-steps)")
+        check_checkpoint_dir(self.checkpoint_dir)
+
+    def _check_sizes(self):
+        """The arrays the sizes make, under the memory cap; the events, under the limit."""
+        w, e, f = self.workers, self.examples, self.features
+        if self.model == "dense":
+            check_memory(w * e * f * 4, f"train_on_ps: workers x examples x features x 4 "
+                         f"bytes ({w:,} x {e:,} x {f:,} x 4)",
+                         "give fewer --examples, --features or --workers")
+        check_memory(w * f * 4, f"train_on_ps: workers x features x 4 bytes ({w:,} x {f:,} "
+                     "x 4: each worker reads the weights and sends a gradient)",
+                     "give fewer --features or --workers", MODEL_BYTES)
+        if self.limits is not None:
+            check_events(self.cost, self.limits.max_events,
+                         "give fewer --steps or --workers (train_on_ps: steps, workers)")
 
     def _check_remedies(self):
         if self.mode == "sync" and (self.max_staleness is not None or self.staleness_weighting
@@ -104,6 +173,20 @@ class PSTrainingSpec:
         if most is not None and (isinstance(most, bool) or not isinstance(most, int)
                                  or most < 0):
             raise _refused(f"max_staleness={most!r}, expected an int >= 0 or None")
+
+    @property
+    def cost(self) -> int:
+        """About the events of the run: sync, every worker runs every step; async, the
+        workers share the steps (two runs each with a staleness remedy); workers other
+        than worker 0 poll once a ms while it warms up."""
+        per_step = STEP_EVENTS + PS_STEP_EVENTS * self.ps
+        if self.mode == "sync":
+            runs = self.workers * (self.steps + 1)
+        else:
+            runs = (self.steps + self.workers) * (2 if self.two_phase else 1)
+        polls = (self.workers - 1) * min(self.warmup_steps, self.steps) * int(
+            self.step_us[0] / 1000 + 1) if self.warmup_steps else 0
+        return runs * per_step + self.workers * START_EVENTS + polls * STEP_EVENTS
 
     @property
     def aggregate(self) -> int:
@@ -119,6 +202,36 @@ class PSTrainingSpec:
 
 def _refused(what: str) -> InvalidArgumentError:
     return InvalidArgumentError(f"train_on_ps: {what}")
+
+
+def check_checkpoint_dir(path) -> None:
+    """``checkpoint_dir`` before the run: a folder (or none yet) whose latest checkpoint, if
+    it has one, reads whole; a corrupt one is TF's DataLossError, in one line."""
+    from simdist.base.errors import DataLossError
+
+    if path is None:
+        return
+    if not isinstance(path, (str, Path)) or not str(path):
+        raise _refused(f"checkpoint_dir={path!r}, expected a folder's path")
+    folder = Path(path)
+    for part in (folder, *folder.parents):
+        if part.exists() and not part.is_dir():
+            raise _refused(f"checkpoint_dir '{path}' (--checkpoint-dir): '{part}' is a file, "
+                           "expected a folder (one that exists, or one to make)")
+    from simdist.graph.saver import latest_checkpoint
+
+    what = f"the checkpoint state file '{folder / 'checkpoint'}'"
+    try:
+        latest = latest_checkpoint(folder)
+        if latest is not None:
+            what = f"the checkpoint '{latest}.npz'"
+            with np.load(f"{latest}.npz", allow_pickle=False) as data:
+                for name in data.files:
+                    data[name]  # reads and checks each array
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as error:
+        reason = str(error).split("\n")[0] or type(error).__name__
+        raise DataLossError(f"train_on_ps: checkpoint_dir '{path}' (--checkpoint-dir): {what} "
+                            f"is corrupt ({reason}): remove it, or give another folder") from None
 
 
 def shard(worker: int, seed: int, features: int = FEATURES, examples: int = 32,

@@ -194,7 +194,11 @@ def train_on_ps(**options) -> PSTrainingRun:
     ``failures``: the task fails at that simulated time and restarts that long after;
     every MonitoredTrainingSession recovers as TF's does (a lost ps: the chief restores the
     latest checkpoint of ``checkpoint_dir``, saved every ``save_checkpoint_steps``, or
-    starts over without one)."""
+    starts over without one).
+
+    ``limits`` (``RunLimits``; by default ``simdist ps``'s: 10 million events, a simulated
+    day) ends a run that goes on too long with a ``RunLimitError``; sizes that promise more
+    events are refused before it starts."""
     return run_ps_training(PSTrainingSpec(**options))
 
 
@@ -234,6 +238,7 @@ def run_ps_training(spec: PSTrainingSpec) -> PSTrainingRun:
     clients = {f"worker:{k}": (lambda k=k: worker(k)) for k in range(spec.workers)}
     clients.update({f"ps:{i}": server.join for i, server in enumerate(ps_servers)})
     world = _world()
+    world.simulation.limits = spec.limits  # a new world: its events and time start at 0
     marks, start = world.stream_marks(), world.env.now
     tally = gradient_tally(world.env)
     before = tally.copy()

@@ -36,8 +36,8 @@ def one_line_error(argv, capsys, expected):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["run", "token_ring", "--seed", "-1"], "--seed -1: expected an int >= 0"),
-    (["run", "mirrored", "--seed", "-3"], "--seed -3: expected an int >= 0"),
+    (["run", "token_ring", "--seed", "-1"], "--seed must be an int >= 0 and < 2**63, got -1"),
+    (["run", "mirrored", "--seed", "-3"], "--seed must be an int >= 0 and < 2**63, got -3"),
     (["run", "mirrored", "--profile", ""], "unknown hardware profile '': expected one of"),
     (["run", "token_ring", "--rounds", "-1"], "--rounds -1: expected a number of laps >= 0"),
     (["run", "token_ring", "--small-bytes", "-5"], "--small-bytes -5: expected a size"),
@@ -237,9 +237,9 @@ def test_the_line_named_is_the_programs_own(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, expected", [
     (["run", "mirrored", "--model", "mlp", "--dataset", "digits", "--hidden", "100000"],
-     "hidden 100000 is more than this exercise can hold in memory: at most 65536"),
+     "hidden 100,000 is more than 65,536: the most this exercise can hold in memory"),
     (["run", "mirrored", "--global-batch", str(10 ** 7)], "global_batch (--global-batch) "
-                                                          "10000000 is more than"),
+                                                          "10,000,000 is more than"),
     (["run", "token_ring", "--large-bytes", str(10 ** 10)], "--large-bytes 10000000000: "
                                                             "expected a size in bytes >= 1 and "
                                                             "<= 1073741824 (1 GiB)"),

@@ -216,8 +216,10 @@ def test_async_rows_add_the_staleness():
     ({"replicas_to_aggregate": 4},
      "real_train_on_ps: replicas_to_aggregate=4 is more than the 3 workers"),
     ({"replicas_to_aggregate": 0}, "real_train_on_ps: replicas_to_aggregate=0, expected"),
-    ({"learning_rate": float("nan")}, "real_train_on_ps: learning_rate=nan, expected"),
-    ({"seed": -1}, "real_train_on_ps: seed=-1, expected an int >= 0"),
+    ({"learning_rate": float("nan")}, "real_train_on_ps: learning_rate (--learning-rate) must "
+                                      "be a finite number > 0 and <= 1000, got nan"),
+    ({"learning_rate": -1}, "real_train_on_ps: learning_rate (--learning-rate) must be"),
+    ({"seed": -1}, "real_train_on_ps: seed (--seed) must be an int >= 0 and < 2**63, got -1"),
     ({"stop_grace_period_secs": 120}, "real_train_on_ps: stop_grace_period_secs=120, expected "
                                       "seconds >= 0 and below the timeout (60)"),
     ({"failures": ["ps:1@100ms+100ms"]}, "real_train_on_ps: failure of task 'ps:1', which is "

@@ -1,7 +1,7 @@
-"""A simulated run has limits (--max-events, --max-sim-time, --timeout) with defaults: a
-program that never ends stops with one line naming the limit and its progress; sizes whose
-cost is far beyond --max-events are refused up front; under mpiexec a rank that stops
-answering ends the job, named."""
+"""A simulated run has limits (--max-events, --max-sim-time, --timeout) with defaults, the
+Python API's too (events and simulated time): a program that never ends stops with one line
+naming the limit and its progress; sizes whose cost is far beyond --max-events are refused up
+front; under mpiexec a rank that stops answering ends the job, named."""
 
 import time
 
@@ -70,13 +70,15 @@ def test_a_spinning_task_is_stopped_even_when_sigint_is_not_pythons(tmp_path, ca
     finally:
         signal.signal(signal.SIGINT, saved)
 
-def test_limits_in_the_python_api_and_none_by_default():
+def test_limits_in_the_python_api_and_the_commands_by_default():
     def main(ctx):
         while True:
             yield ctx.timeout(10)
 
     with pytest.raises(RunLimitError, match="its limit of 1000 events"):
         simulate({"worker": 2}, main, limits=RunLimits(max_events=1000))
+    # without limits= the commands' defaults (tests/training/test_api_limits.py)
+    assert simulate.__kwdefaults__["limits"] == RunLimits(10_000_000, 86_400 * 10**9)
 
 
 @pytest.mark.parametrize("argv, expected", [

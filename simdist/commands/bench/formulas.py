@@ -162,8 +162,11 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
+    from simdist.base.checks import check_number
     from simdist.hardware.devices import Hardware, HardwareCatalog
     from simdist.hardware.units import format_ns
+
+    check_number(args.tolerance, "--tolerance", 0.0, None, "a percentage")
 
     hardware = Hardware.from_catalog(HardwareCatalog.default(), args.profile)
     net, intra = hardware.network, hardware.intra_link
