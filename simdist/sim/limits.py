@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from simdist.base.errors import ResourceExhaustedError
+from simdist.base.errors import InvalidArgumentError, ResourceExhaustedError, brief
 from simdist.hardware.units import format_ns
 
 #: roughly how many events per second one core simulates (``simdist bench engine``), for
@@ -61,6 +61,25 @@ class RunLimitError(ResourceExhaustedError):
 
 #: what the Python API runs with unless told otherwise: the commands' defaults
 DEFAULT_LIMITS = RunLimits(MAX_EVENTS, MAX_SIM_TIME_NS)
+
+
+def check_limits(limits, where: str = "limits") -> RunLimits | None:
+    """``limits`` as a run takes it: None, or a ``RunLimits`` whose counts are ints >= 1 (or
+    None); one line naming the bad value otherwise."""
+    from simdist.base.checks import check_int
+
+    if limits is None:
+        return None
+    if not isinstance(limits, RunLimits):
+        raise InvalidArgumentError(f"{where}={brief(limits)}: expected a RunLimits(max_events, "
+                                   "max_sim_time) or None (no limit)")
+    for name in ("max_events", "max_sim_time"):
+        if getattr(limits, name) is not None:
+            check_int(getattr(limits, name), f"{where}.{name}")
+    if limits.out_of_time is not None and not callable(limits.out_of_time):
+        raise InvalidArgumentError(f"{where}.out_of_time={brief(limits.out_of_time)}: expected "
+                                   "a function of no arguments, or None")
+    return limits
 
 
 def check_events(events: int, max_events: int | None, hint: str) -> None:

@@ -23,7 +23,8 @@ from simdist.sim.core import INFINITY, Environment, SimulationDeadlock
 from simdist.hardware.devices import Hardware, HardwareCatalog
 from simdist.base.errors import InvalidArgumentError
 from simdist.sim.flows import FIDELITIES
-from simdist.sim.limits import DEFAULT_LIMITS, RunLimitError, RunLimits
+from simdist.base.checks import check_seed
+from simdist.sim.limits import DEFAULT_LIMITS, RunLimitError, RunLimits, check_limits
 from simdist.sim.network import NETWORK_STREAM, Network, nic_name
 from simdist.sim.payloads import rebuild_payload
 from simdist.trace.schema import TRACE_MAX_MB, Trace, Tracer, build_trace, max_records_per_stream
@@ -137,8 +138,8 @@ class Simulation:
         cluster = cluster if isinstance(cluster, ClusterSpec) else ClusterSpec(cluster)
         self.hardware = hardware = hardware or default_hardware()
         self.transport = transport = transport or InProcessTransport()
-        if not isinstance(seed, int):
-            raise InvalidArgumentError(f"seed must be an int, got {seed!r}")
+        check_seed(seed)  # numpy's generators refuse a negative one
+        limits = check_limits(limits)
         if fidelity not in FIDELITIES:
             raise InvalidArgumentError(f"fidelity {fidelity!r}: expected one of "
                                        f"{', '.join(FIDELITIES)}")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from simdist.base.checks import (check_int, check_memory, check_number, check_probability,
                                  check_seed, check_time)
-from simdist.base.errors import CancelledError, InvalidArgumentError, OutOfRangeError, check_ints
+from simdist.base.errors import CancelledError, OutOfRangeError, check_ints
 from simdist.base.files import save_figure
 from simdist.graph._sim.clients import simulate_clients
 from simdist.graph.coordinator import Coordinator
@@ -29,7 +29,7 @@ from simdist.graph.io_ops import read_record
 from simdist.graph.script_ops import timed_py_func
 from simdist.graph.server import Server, cluster_of_running_servers, stop_all_servers
 from simdist.graph._sim.world import world_of
-from simdist.sim.limits import DEFAULT_LIMITS, RunLimits, check_events
+from simdist.sim.limits import DEFAULT_LIMITS, RunLimits, check_events, check_limits
 from simdist.graph.session import Session
 
 QUEUE = "examples"
@@ -64,9 +64,7 @@ def _check_options(capacity, loader_threads, steps, batch, element_size, read_us
     memory cap, the events under the run's limit."""
     check_ints("loader_trainer", capacity=capacity, loader_threads=loader_threads,
                steps=steps, batch=batch, element_size=element_size)
-    if limits is not None and not isinstance(limits, RunLimits):
-        raise InvalidArgumentError(f"loader_trainer: limits={limits!r}, expected a RunLimits "
-                                   "or None")
+    check_limits(limits, "loader_trainer: limits")
     most = limits.max_sim_time if limits is not None else None
     check_int(loader_threads, "loader_trainer: loader_threads", 1, MAX_LOADER_THREADS,
               "each is a client thread")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Callable, NamedTuple
 
+from simdist.base.errors import InvalidArgumentError, brief
 from simdist.distribute.registry import StrategyRecord, strategy_named
 
 
@@ -36,5 +37,9 @@ def training_loop(record: StrategyRecord) -> TrainingLoop:
 def simulate_exercise(exercise, transport=None, trace: bool = True, catalog=None):
     """Simulate an exercise on its cluster with its strategy's loop; the chief's ``RunResult``
     (None on the other MPI ranks)."""
+    from simdist.training.exercises import Exercise
+
+    if not isinstance(exercise, Exercise):
+        raise InvalidArgumentError(f"simulate_exercise takes an Exercise, got {brief(exercise)}")
     return training_loop(strategy_named(exercise.strategy)).simulate(
         exercise, transport=transport, trace=trace, catalog=catalog)

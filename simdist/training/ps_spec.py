@@ -22,7 +22,7 @@ from simdist.base.checks import (check_int, check_learning_rate, check_memory,
                                  check_probability, check_seed, check_time)
 from simdist.base.errors import InvalidArgumentError, check_ints
 from simdist.distribute.failures import Failure
-from simdist.sim.limits import DEFAULT_LIMITS, RunLimits, check_events
+from simdist.sim.limits import DEFAULT_LIMITS, RunLimits, check_events, check_limits
 
 FEATURES = 8
 NONZEROS = 8  # features per example in the sparse model
@@ -126,8 +126,7 @@ class PSTrainingSpec:
     def _check_values(self):
         """Seeds, rates, times and probabilities by the shared rules; a time no longer than
         the run's limit on simulated time."""
-        if self.limits is not None and not isinstance(self.limits, RunLimits):
-            raise _refused(f"limits={self.limits!r}, expected a RunLimits or None")
+        check_limits(self.limits, "train_on_ps: limits")
         most = self.limits.max_sim_time if self.limits is not None else None
         check_seed(self.seed, "train_on_ps: seed (--seed)")
         check_learning_rate(self.learning_rate, "train_on_ps: learning_rate (--learning-rate)")

@@ -16,6 +16,7 @@ from simdist.distribute.failures import Failure
 from simdist.sim.limits import DEFAULT_LIMITS, MAX_EVENTS, MAX_SIM_TIME_NS, RunLimitError, \
     RunLimits
 from simdist.training.input_pipeline import loader_trainer
+from simdist.training.loop import simulate_exercise
 from simdist.training.ps_training import train_on_ps
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("fresh_tf1")]
@@ -77,7 +78,8 @@ def test_train_on_ps_ends_at_its_limits_and_refuses_sizes_past_them():
     ({"failures": [Failure("ps:0", math.nan, 5)]}, "failure ('ps:0', nan, 5): expected a task"),
     ({"failures": [Failure("ps:0", 5, 0)]}, "the downtime > 0"),
     ({"failures": [Failure("chief", 5, 5)]}, "the task must be worker:N or ps:N"),
-    ({"limits": 5}, "limits=5, expected a RunLimits or None"),
+    ({"limits": 5}, "limits=5: expected a RunLimits(max_events, max_sim_time) or None"),
+    ({"limits": RunLimits(max_events=0)}, "limits.max_events must be an int >= 1, got 0"),
 ])
 def test_train_on_ps_holds_its_options_to_the_shared_rules(options, expected):
     with pytest.raises(InvalidArgumentError) as error:
@@ -111,3 +113,21 @@ def test_a_cluster_past_the_cap_is_refused_at_once():
         ClusterSpec({"worker": 65_000, "ps": [f"h:{i}" for i in range(1000)]})
     assert time.monotonic() - start < 1
     assert len(ClusterSpec({"worker": 60_000}).tasks()) == 60_000
+
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda main: simulate({"worker": 1}, main, seed=-1), "seed must be an int >= 0"),
+    (lambda main: simulate({"worker": 1}, main, seed=2**70), "seed must be an int >= 0 and "
+                                                             "< 2**63"),
+    (lambda main: simulate({"worker": 1}, main, limits=5), "limits=5: expected a RunLimits"),
+    (lambda main: simulate({"worker": 1}, main, limits=RunLimits(max_sim_time=-1)),
+     "limits.max_sim_time must be an int >= 1, got -1"),
+    (lambda main: simulate_exercise(None), "simulate_exercise takes an Exercise, got None"),
+])
+def test_the_api_refuses_bad_seeds_and_limits_in_one_line(call, expected):
+    def main(ctx):
+        yield ctx.timeout(1)
+
+    with pytest.raises(InvalidArgumentError) as error:
+        call(main)
+    assert expected in str(error.value) and "\n" not in str(error.value)
