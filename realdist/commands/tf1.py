@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from simdist.base.files import check_output
+from simdist.base.files import check_outputs
 from simdist.training.tf1_script import describe, parse_cluster, write_results
 
 
@@ -38,7 +38,7 @@ def parse(argv) -> argparse.Namespace:
 def cmd_tf1(args) -> int:
     from realdist.training.tf1_script import run_script
 
-    check_output(args.results, "--results", ".json")
+    check_outputs({"--results": (args.results, ".json")}, {"SCRIPT": args.script})
     clients = args.clients.split(",") if args.clients else None
     results = run_script(args.script, parse_cluster(args.cluster), args.script_args,
                          args.timeout, clients)

@@ -55,11 +55,12 @@ def timeout_seconds(text) -> float:
     return check_seconds(value, "--timeout")
 
 
-def reporting_errors(prog: str, run, args) -> int:
+def reporting_errors(prog: str, run, args, quiet: bool = False) -> int:
     """``run(args)``'s exit status, with a SimdistError shown as one line, "PROG: error:
-    ...", and exit status 2."""
+    ...", and exit status 2 (``quiet``: not shown, as by an MPI rank other than 0)."""
     try:
         return run(args)
     except SimdistError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
+        if not quiet:
+            print(f"{prog}: error: {error}", file=sys.stderr)
         return 2

@@ -6,8 +6,11 @@
 The script is written as TF1's distributed guide writes it, with ``from distlab import tf``
 as its one import of TensorFlow: each task gets ``--job_name``, ``--task_index`` and
 ``TF_CONFIG``; ``realdist tf1`` runs the same file on real TensorFlow, one process per task.
-Arguments after ``--`` go to the script. For now every task runs in this one process (its
-clients are simulated threads); under mpiexec, use -n 1.
+Arguments after ``--`` go to the script. In one process every task's client is a simulated
+thread; under mpiexec the tasks are spread over the ranks (each rank runs the script for
+its own tasks, their servers, ops and variables), with the same trace and results:
+
+    mpiexec -n 4 python -m mpi4py -m simdist tf1 trainer.py --cluster ps=1,worker=3
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simdist.base.files import check_output
+from simdist.base.files import check_outputs
 from simdist.commands import reporting_errors
 from simdist.hardware.units import format_ns
 from simdist.sim.launcher import mpiexec_world
@@ -33,29 +36,40 @@ def main(argv=None) -> int:
     parser.add_argument("--results", metavar="JSON",
                         help="write what each task reported (distlab.report)")
     parser.add_argument("--trace", metavar="JSON", help="write the Chrome/Perfetto trace")
+    parser.add_argument("--timeout", type=float, default=300, metavar="S",
+                        help="under mpiexec: end the job when a rank waits this long for the "
+                             "others (default 300 s)")
     args = parser.parse_args(argv)
-    rank, ranks = mpiexec_world()
-    if ranks > 1:
-        if rank == 0:
-            print(f"simdist tf1: error: mpiexec -n {ranks}: the TF1 world runs in one process "
-                  "for now (its tasks are not spread over MPI ranks yet); use -n 1",
-                  file=sys.stderr)
-        # the other ranks end quietly: a non-zero exit there would have mpiexec kill
-        # rank 0 before its line is out; the job's status is rank 0's
-        return 2 if rank == 0 else 0
     args.script_args = script_args
-    return reporting_errors("simdist tf1", _run, args)
+    rank, ranks = mpiexec_world()
+    if ranks > 1 and not args.timeout > 0:
+        parser.error(f"--timeout {args.timeout}: expected seconds > 0")
+    if ranks > 1:
+        from simdist.sim.transports import MPITransport
+
+        args.transport = MPITransport(watchdog_s=args.timeout)
+    else:
+        args.transport = None
+    try:  # every rank raises the same error at the same point: rank 0 says it once
+        return reporting_errors("simdist tf1", _run, args, quiet=rank != 0)
+    finally:
+        if args.transport is not None:
+            args.transport.finalize()  # a non-zero exit then ends the job without an abort
 
 
 def _run(args) -> int:
     from simdist.training.tf1_script import describe, parse_cluster, run_script, write_results
 
-    check_output(args.results, "--results", ".json")
-    check_output(args.trace, "--trace", ".json")
-    run = run_script(args.script, parse_cluster(args.cluster), args.script_args)
+    check_outputs({"--results": (args.results, ".json"), "--trace": (args.trace, ".json")},
+                  {"SCRIPT": args.script})
+    transport = args.transport
+    run = run_script(args.script, parse_cluster(args.cluster), args.script_args, transport)
+    if transport is not None and transport.rank != 0:
+        return 0
+    where = f" over {transport.size} MPI ranks" if transport is not None else ""
     for line in describe(run.results, run.outputs):
         print(line)
-    print(f"simulated time: {format_ns(run.end_time)}, {len(run.outputs)} tasks")
+    print(f"simulated time: {format_ns(run.end_time)}, {len(run.outputs)} tasks{where}")
     if args.results:
         write_results(args.results, "simdist", args.cluster, run.results)
         print(f"results: {args.results}")

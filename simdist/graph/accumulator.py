@@ -21,6 +21,7 @@ from collections import Counter, deque
 
 import numpy as np
 
+from simdist.hardware.device_spec import DeviceSpec
 from simdist.base.errors import InvalidArgumentError
 from simdist.graph.array_ops import convert_to_tensor
 from simdist.graph.dtypes import as_dtype, int32, int64
@@ -264,11 +265,20 @@ def _apply(op, accumulator, step, grad, rt, source):
     rt.record_size(accumulator)
     # the sender: the device of its local step (SyncReplicasOptimizer keeps it on the
     # worker), as the gradient may come from an op on the ps (a cast back from float16)
-    sender = op.inputs[1].op.device or source.op.device
+    sender = _task_of(op.inputs[1]) or _task_of(source)
     gradient_tally(rt.env)[(accumulator.name, sender, added)] += 1
     rt.record("accumulators", "gradient applied" if added else "gradient dropped",
               accumulator=accumulator.name, local_step=int(step),
               global_step=global_step, source=sender)
+
+
+def _task_of(tensor) -> str:
+    """"/job:J/task:T" of the op that made ``tensor`` (for a ``_Recv`` of the master's
+    partition, of the op that sent it), or "" when unplaced."""
+    op = tensor.op
+    device = op.attrs.get("send_device", "") if op.type == "_Recv" else op.device
+    spec = DeviceSpec.from_string(device or "")
+    return f"/job:{spec.job}/task:{spec.task or 0}" if spec.job else (device or "")
 
 
 def _sparse_apply_kernel(op, args, rt):

@@ -42,9 +42,12 @@ float64 = DType("float64", np.float64)
 int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 bool_ = DType("bool", np.bool_)
+#: bytes (UTF-8 text): a checkpoint's file name, as TF's Saver feeds it
+string = DType("string", np.bytes_)
 #: a handle to a resource (a queue): what a queue op outputs and its ops take
 resource = DType("resource", np.object_)
-_ALL = {d.name: d for d in (float16, float32, float64, int32, int64, bool_, resource)}
+_ALL = {d.name: d for d in (float16, float32, float64, int32, int64, bool_, string,
+                            resource)}
 
 
 def as_dtype(value) -> DType:
@@ -54,7 +57,7 @@ def as_dtype(value) -> DType:
     if isinstance(value, str) and value in _ALL:
         return _ALL[value]
     try:
-        name = np.dtype(value).name
+        name = "string" if np.dtype(value).kind == "S" else np.dtype(value).name
     except TypeError:
         name = None
     if name in _ALL:

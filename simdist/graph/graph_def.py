@@ -5,7 +5,9 @@ A ``GraphDef`` is a list of ``NodeDef``s: each node's name, op type, requested d
 ("name" for output 0, "name:1", "^name" for a control input) and attributes. As TF adds
 ``_output_shapes`` and ``_class`` (colocation), simdist keeps in private attributes what it
 needs to build the node again: ``_output_types``, ``_output_shapes``, ``_class`` and
-``_container``. The master's partitions are GraphDefs too (``_sim/master.py``): a worker
+``_container``, and on a partition's ``_Send``/``_Recv`` nodes the client's name of what they
+carry (``_item``), the op that reads it (``_reader``) and whether it goes by reference
+(``_by_reference``). The master's partitions are GraphDefs too (``_sim/master.py``): a worker
 builds its part of a step from them, as TF's ``RegisterGraph`` does.
 """
 
@@ -17,7 +19,8 @@ from dataclasses import dataclass, field
 from simdist.base.errors import InvalidArgumentError
 
 #: the attributes simdist adds to a NodeDef to build the node again
-PRIVATE_ATTRS = ("_output_types", "_output_shapes", "_class", "_container")
+PRIVATE_ATTRS = ("_output_types", "_output_shapes", "_class", "_container", "_item", "_reader",
+                 "_by_reference")
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,16 @@ op on each task reads them back and assigns them. Each takes the time to move it
 Files: ``save(sess, "dir/model.ckpt", global_step=10)`` returns ``"dir/model.ckpt-10"`` as
 TF does and keeps TF's ``checkpoint`` state file (``model_checkpoint_path`` and
 ``all_model_checkpoint_paths``), so ``latest_checkpoint(dir)`` and ``max_to_keep`` behave
-as TF's. Differs from TF on purpose: the values are one NumPy ``PREFIX.npz`` file, not TF's
-``.index`` / ``.data-*`` / ``.meta`` files (simdist has no string tensors to name them in
-the graph, so the kernels find the file through their Saver).
+as TF's. The checkpoint's prefix is fed to the run as TF's Saver feeds it (``save/Const``, a
+string tensor), so each task's ``SaveV2`` writes its own shard
+(``PREFIX_temp/part-K-of-N.npz``, as TF's ``PREFIX_temp/part-K-of-N``) wherever it runs, even
+on another MPI rank, and the saver merges the shards. Differs from TF on purpose: the values
+are one NumPy ``PREFIX.npz`` file, not TF's ``.index`` / ``.data-*`` / ``.meta`` files.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from pathlib import Path
@@ -22,6 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from simdist.base.errors import InvalidArgumentError, NotFoundError
+from simdist.base.files import write_atomic
+from simdist.graph.array_ops import placeholder
+from simdist.graph.dtypes import string
 from simdist.graph.control_flow_ops import group
 from simdist.graph.graph import create_op, get_default_graph
 from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
@@ -46,24 +52,24 @@ class Saver:
                                        "int >= 0 (0 or None: keep every checkpoint)")
         self._variables, self.max_to_keep = variables, max_to_keep
         self._names = [v.op.name for v in variables]
-        self._to_write: dict = {}  # what the SaveV2 kernels of a run hand over
-        self._to_read: dict = {}  # what the RestoreV2 kernels of a run take
         graph = get_default_graph()
         by_task: dict = {}
         for v in variables:
             by_task.setdefault(v.device, []).append(v)
         saves, assigns = [], []
+        self._shards = len(by_task)
         with graph.name_scope(name):
+            self.filename = placeholder(string, [], name="Const")  # the checkpoint's prefix
             for k, (device, group_vars) in enumerate(sorted(by_task.items())):
+                names = [v.op.name for v in group_vars]
                 with graph.device(device):
                     saves.append(create_op(
-                        "SaveV2", [v._as_tensor() for v in group_vars], [],
-                        {"saver": self, "names": [v.op.name for v in group_vars]},
+                        "SaveV2", [self.filename] + [v._as_tensor() for v in group_vars], [],
+                        {"names": names, "shard": k, "shards": self._shards},
                         "SaveV2" if k == 0 else f"SaveV2_{k}"))
                     restored = create_op(
-                        "RestoreV2", [],
-                        [(v.dtype, v.shape) for v in group_vars],
-                        {"saver": self, "names": [v.op.name for v in group_vars]},
+                        "RestoreV2", [self.filename],
+                        [(v.dtype, v.shape) for v in group_vars], {"names": names},
                         "RestoreV2" if k == 0 else f"RestoreV2_{k}").outputs
                     assigns += [assign(v, value).op for v, value in zip(group_vars, restored)]
             self.save_op = group(*saves, name="control_dependency")
@@ -78,10 +84,8 @@ class Saver:
         folder = Path(prefix).parent
         if not folder.is_dir():
             raise NotFoundError(f"Parent directory of {prefix} doesn't exist, can't save.")
-        self._to_write = {}
-        sess.run(self.save_op)
-        np.savez(prefix + ".npz", **self._to_write)
-        self._to_write = {}
+        sess.run(self.save_op, {self.filename: _encode(prefix)})
+        _merge_shards(prefix, self._shards)
         if write_state:
             self._update_state(folder, prefix)
         return prefix
@@ -94,14 +98,10 @@ class Saver:
         if not path.is_file():
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
         with np.load(path) as data:
-            self._to_read = {name: data[name] for name in data.files}
-        missing = [n for n in self._names if n not in self._to_read]
+            missing = [n for n in self._names if n not in data.files]
         if missing:
             raise NotFoundError(f"Key {missing[0]} not found in checkpoint {save_path}")
-        try:
-            sess.run(self.restore_op)
-        finally:
-            self._to_read = {}
+        sess.run(self.restore_op, {self.filename: _encode(str(save_path))})
 
     def _update_state(self, folder: Path, prefix: str):
         state = get_checkpoint_state(folder)
@@ -143,17 +143,46 @@ def _disk_time(nbytes: int) -> int:
     return int(nbytes / DISK_BYTES_PER_S * 1e9)
 
 
+def _encode(prefix: str) -> np.ndarray:
+    return np.asarray(prefix.encode("utf-8"), np.bytes_)
+
+
+def _shard_path(prefix: str, shard: int, shards: int) -> Path:
+    return Path(f"{prefix}_temp") / f"part-{shard:05d}-of-{shards:05d}.npz"
+
+
+def _merge_shards(prefix: str, shards: int) -> None:
+    """TF's MergeV2Checkpoints: the tasks' shards become the checkpoint ``PREFIX.npz``."""
+    values: dict = {}
+    paths = [_shard_path(prefix, k, shards) for k in range(shards)]
+    for path in paths:
+        with np.load(path) as data:
+            values.update({name: data[name] for name in data.files})
+    buffer = io.BytesIO()
+    np.savez(buffer, **values)
+    write_atomic(prefix + ".npz", buffer.getvalue())
+    for path in paths:
+        path.unlink()
+    paths[0].parent.rmdir()
+
+
 def _save_kernel(op, args, rt):
-    saver = op.attrs["saver"]
-    for name, value in zip(op.attrs["names"], args):
-        saver._to_write[name] = np.array(value)
-    yield rt.env.timeout(_disk_time(sum(int(np.asarray(a).nbytes) for a in args)))
+    """SaveV2: this task's variables to its shard of the checkpoint ``args[0]`` names."""
+    prefix = bytes(np.asarray(args[0]).item()).decode("utf-8")
+    path = _shard_path(prefix, op.attrs["shard"], op.attrs["shards"])
+    path.parent.mkdir(exist_ok=True)
+    buffer = io.BytesIO()
+    np.savez(buffer, **{name: np.array(v) for name, v in zip(op.attrs["names"], args[1:])})
+    write_atomic(path, buffer.getvalue())
+    yield rt.env.timeout(_disk_time(sum(int(np.asarray(a).nbytes) for a in args[1:])))
     return []
 
 
 def _restore_kernel(op, args, rt):
-    saver = op.attrs["saver"]
-    values = [saver._to_read[name] for name in op.attrs["names"]]
+    """RestoreV2: this task's variables from the checkpoint ``args[0]`` names."""
+    prefix = bytes(np.asarray(args[0]).item()).decode("utf-8")
+    with np.load(prefix + ".npz") as data:
+        values = [data[name] for name in op.attrs["names"]]
     yield rt.env.timeout(_disk_time(sum(int(v.nbytes) for v in values)))
     return [v.astype(t.dtype.as_numpy_dtype) for v, t in zip(values, op.outputs)]
 

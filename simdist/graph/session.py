@@ -21,7 +21,7 @@ from simdist.graph.array_ops import placeholder_not_fed
 from simdist.graph._sim.clients import current_client
 from simdist.graph._sim.world import world_of
 from simdist.graph.config import ConfigProto
-from simdist.graph._sim.executor import Executor
+from simdist.graph._sim.run_step import MasterRun
 from simdist.graph._sim.master import Master
 from simdist.graph.graph import Graph, Operation, Tensor, format_shape, get_default_graph
 from simdist.graph.indexed_slices import IndexedSlices, IndexedSlicesValue
@@ -110,7 +110,7 @@ class Session:
         plan = self.master.client_graph(ops, placement, list(feeds), tensors, targets,
                                         self.runtimes[self.default_task].devices()[0])
         stats = StepStats() if options.trace_level > RunOptions.NO_TRACE else None
-        executor = Executor(plan, self.runtimes, feeds, [t for t in tensors],
+        run = MasterRun(plan, self.runtimes, feeds, [t for t in tensors],
                             options.timeout_in_ms or self.config.operation_timeout_in_ms,
                             daemon=client is not None and client.daemon, step_stats=stats)
         world = self.world()
@@ -129,15 +129,15 @@ class Session:
         marks = None if in_client else world.stream_marks()
         if in_client:
             client.task = client.task or self.default_task
-            client.run = executor
+            client.run = run
         try:
-            world.wait(executor.start(world.tasks))
+            world.wait(run.start(world.tasks))
         finally:
             if in_client:
                 client.run = None
-        self._last.run = executor.finish(None if in_client else world.trace_since(marks))
-        if executor.error is not None:
-            raise executor.error
+        self._last.run = run.finish(None if in_client else world.trace_since(marks))
+        if run.error is not None:
+            raise run.error
         self.run_count += 1
         if run_metadata is not None:
             if stats is not None:

@@ -121,14 +121,16 @@ class PSTrainingRun:
     def nic_loads(self) -> dict[str, NicLoad]:
         """{task: NicLoad} for every task whose messages crossed the network during the
         training steps (from ``started_ns`` to ``trained_ns``: the initial values the chief
-        sends to the ps once are left out), read from the NIC lanes of the trace: a NIC's
+        sends to the ps once are left out, as are the partition graphs each session
+        registers once, TF's RegisterGraph), read from the NIC lanes of the trace: a NIC's
         ingress span "worker:0 → ps:0" is a message ps:0 received, its egress span one the
         sender sent. A message cut by the window counts its bytes once and its time inside
         the window. Empty for a run with no NIC lanes (realdist's)."""
         begin, end = self.started_ns, self.trained_ns
         totals: dict = {}
         for s in self.trace.spans:
-            if not s.pid.endswith(" NIC") or s.start >= end or s.end <= begin:
+            if not s.pid.endswith(" NIC") or s.start >= end or s.end <= begin or \
+                    str(s.args.get("tag", "")).startswith("RegisterGraph"):
                 continue
             src, dst = s.name.split(" → ")
             incoming = s.lane == "ingress"

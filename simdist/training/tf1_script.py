@@ -20,12 +20,15 @@ import os
 import runpy
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 import distlab
-from simdist.base.errors import InvalidArgumentError
+from simdist.base.errors import InvalidArgumentError, SimdistError, UnknownError
+from simdist.base.files import write_atomic
 from simdist.graph._sim.clients import current_client, simulate_clients
+from simdist.graph._sim.world import over_ranks
 from simdist.graph.graph import Graph
 from simdist.graph.server import launched_servers
 from simdist.hardware.cluster import ClusterSpec
@@ -54,9 +57,11 @@ def parse_cluster(text: str) -> dict:
     return jobs
 
 
-def run_script(script, jobs: dict, script_args=()) -> ScriptRun:
+def run_script(script, jobs: dict, script_args=(), transport=None) -> ScriptRun:
     """Run ``script`` once per task of the cluster ``jobs`` ({job: tasks}), in one
-    simulation."""
+    simulation; with ``transport`` (an ``MPITransport``) its tasks are spread over the MPI
+    ranks, each rank running its own tasks' clients, and rank 0 gets every task's output,
+    results and the trace (the other ranks their own outputs and results, no trace)."""
     path = Path(script)
     if not path.is_file():
         raise InvalidArgumentError(f"script {str(script)!r} does not exist: expected a "
@@ -81,17 +86,25 @@ def run_script(script, jobs: dict, script_args=()) -> ScriptRun:
 
         def body():  # a process of its own: its own default graph
             with Graph().as_default():
-                runpy.run_path(str(path), run_name="__main__")
+                try:
+                    runpy.run_path(str(path), run_name="__main__")
+                except SimdistError:
+                    raise
+                except Exception as error:  # the script's own: one line, with its place
+                    raise UnknownError(f"{task}'s script raised {type(error).__name__}: "
+                                       f"{error}{_where(error, path)}") from error
         return body, enter
 
     saved = (list(sys.argv), os.environ.get("TF_CONFIG"), sys.stdout, time.sleep)
     distlab.RESULTS = results
     try:
         time.sleep = _simulated_sleep
-        with launched_servers(cluster):
+        with launched_servers(cluster), (over_ranks(transport) if transport is not None
+                                         else contextlib.nullcontext()):
             clients = {task: client(task) for task in outputs}
             run = simulate_clients({task: fn for task, (fn, _) in clients.items()},
-                                   enters={task: enter for task, (_, enter) in clients.items()})
+                                   enters={task: enter for task, (_, enter) in clients.items()},
+                                   tasks={task: task for task in clients})
     finally:
         sys.argv[:], sys.stdout, time.sleep = saved[0], saved[2], saved[3]
         if saved[1] is None:
@@ -99,8 +112,22 @@ def run_script(script, jobs: dict, script_args=()) -> ScriptRun:
         else:
             os.environ["TF_CONFIG"] = saved[1]
         distlab.RESULTS = distlab.CURRENT_TASK = None
-    return ScriptRun({task: out.getvalue() for task, out in outputs.items()}, results,
-                     run.trace, run.end_time)
+    texts = {task: out.getvalue() for task, out in outputs.items()}
+    if transport is not None and transport.size > 1:  # each rank ran its own tasks' clients
+        parts = transport.gather((texts, results))
+        if transport.rank == 0:
+            texts = {task: next((p[0][task] for p in parts if p[0][task]), "")
+                     for task in texts}
+            results = {task: r for _, part in parts for task, r in part.items()}
+    results = {task: results[task] for task in texts if task in results}  # in task order
+    return ScriptRun(texts, results, run.trace, run.end_time)
+
+
+def _where(error: BaseException, path: Path) -> str:
+    """" (script.py, line N)": the script's last line in the error's traceback."""
+    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__)
+             if Path(f.filename).resolve() == path.resolve()]
+    return f" ({path.name}, line {lines[-1]})" if lines else ""
 
 
 _real_sleep = time.sleep
@@ -148,10 +175,8 @@ def _brief(value) -> str:
 def write_results(path, half: str, cluster: str, results: dict) -> None:
     """Write what each task reported (``--results``), whole or not at all: the file that
     ``simdist compare`` reads."""
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(json.dumps({"half": half, "cluster": cluster, "results": results},
-                              indent=1))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps({"half": half, "cluster": cluster, "results": results},
+                                  indent=1))
 
 
 def is_results_file(data) -> bool:

@@ -108,13 +108,13 @@ def test_wrong_shard_counts_get_what_is_wrong_and_a_hint(answer, message, hint):
 
 
 @pytest.mark.parametrize("answer, message, hint", [
-    (0, "with 0 backup workers the steps average 1,067 gradients/s; with 1, 1,614",
+    (0, "with 0 backup workers the steps average 1,065 gradients/s; with 1, 1,610",
      "without a backup worker every step waits for the 6 ms worker"),
-    (1, "with 1 backup workers the steps average 1,614 gradients/s; with 2, 1,878",
+    (1, "with 1 backup workers the steps average 1,610 gradients/s; with 2, 1,869",
      "one backup leaves the 3 ms worker"),
-    (3, "with 3 backup workers the steps average 1,440 gradients/s; with 2, 1,878",
+    (3, "with 3 backup workers the steps average 1,434 gradients/s; with 2, 1,869",
      "once the slow workers are backups"),
-    (5, "with 5 backup workers the steps average 529 gradients/s; with 4, 1,102",
+    (5, "with 5 backup workers the steps average 527 gradients/s; with 4, 1,096",
      "the steps are short, but each averages a single gradient"),
     (6, "backup_workers_for_throughput returned 6, expected an int 0..5", "return the number"),
 ])

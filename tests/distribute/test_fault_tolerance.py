@@ -29,7 +29,9 @@ def test_a_failed_ps_means_every_task_restores_the_last_checkpoint(tmp_path):
                             ("task restarted", "ps:0", 10_000_000)]
     steps = _chief_steps(run)
     back = next(i for i in range(1, len(steps)) if steps[i] < steps[i - 1])
-    assert steps[back - 1] == 5 and steps[back] == 3  # back to the checkpoint of step 3
+    # back to the checkpoint of step 3: the chief's first run after it may already see
+    # step 4, which the chief's queue runner applied from the other workers' gradients
+    assert steps[back - 1] == 5 and steps[back] in (3, 4)
     assert run.restored_from == str(tmp_path / "model.ckpt-3")
     assert run.recoveries == {0: 1, 1: 1, 2: 1}  # every session was made again
     assert run.global_step == 12 and set(run.ended_by.values()) == {"stopped"}

@@ -54,10 +54,17 @@ def test_tensors_that_cross_tasks_travel_as_messages_after_a_run_graph_request()
     with tf.Session(servers[1].target) as sess:
         sess.run(v.initializer)
         sess.run(z, {x: [3.0, 4.0]})
+        first = [f.name for f in sess.last_trace.flows]
+        sess.run(z, {x: [3.0, 4.0]})
         trace = sess.last_trace
-    flows = [f.name for f in trace.flows]
-    assert flows == ["RunGraph (worker:0 step 2)", "edge_0_v/read (worker:0 step 2)",
+    # the first run of a plan registers its partition with the other task's worker
+    assert first == ["RegisterGraph (worker:0 graph 2)",
+                     "RegisterGraph response (worker:0 graph 2)",
+                     "RunGraph (worker:0 step 2)", "edge_0_v/read (worker:0 step 2)",
                      "RunGraph response (worker:0 step 2)"]
+    flows = [f.name for f in trace.flows]
+    assert flows == ["RunGraph (worker:0 step 3)", "edge_0_v/read (worker:0 step 3)",
+                     "RunGraph response (worker:0 step 3)"]
     request, value, response = trace.flows
     runs = {s.pid: s for s in trace.spans if s.lane == "RunGraph"}
     assert runs["ps:0"].start >= request.t_recv - 100 and value.t_send >= runs["ps:0"].start

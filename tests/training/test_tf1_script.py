@@ -58,16 +58,6 @@ def test_simdist_tf1_prints_each_task_and_writes_results(tmp_path, capsys):
         "worker:0", "worker:1", "worker:2"}
 
 
-@pytest.mark.mpi
-@pytest.mark.timeout(120)
-def test_simdist_tf1_refuses_more_than_one_rank_once():
-    from simdist.sim.launcher import run_mpi
-
-    proc = run_mpi(2, ["-m", "simdist", "tf1", str(SCRIPT)], timeout=100)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.count("the TF1 world runs in one process for now") == 1, proc.stderr
-
-
 @pytest.mark.realtf
 @pytest.mark.timeout(300)
 def test_the_same_script_on_real_tf_reaches_the_same_global_step():
@@ -138,3 +128,10 @@ def test_the_in_graph_script_gives_the_same_weights_on_real_tf(tmp_path, capsys)
     a, b = (json.loads(p.read_text())["results"]["worker:0"] for p in (sim, real))
     assert max(abs(x - y) for x, y in zip(a["weights"], b["weights"])) < 1e-5
     assert max(abs(x - y) for x, y in zip(a["losses"], b["losses"])) < 1e-4
+
+
+def test_simdist_tf1_refuses_two_outputs_naming_one_file(tmp_path, capsys):
+    assert simdist_main(["tf1", str(SCRIPT), "--results", str(tmp_path / "a.json"),
+                         "--trace", str(tmp_path / "a.json")]) == 2
+    assert "--results and --trace both name" in capsys.readouterr().err
+    assert not (tmp_path / "a.json").exists()

@@ -19,8 +19,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from simdist.sim.core import Interrupt
 from simdist.base.errors import InvalidArgumentError
+from simdist.sim.core import Interrupt, SimulationDeadlock
+from simdist.sim.wire import error_fields, rebuild_error
 
 _local = threading.local()
 
@@ -47,7 +48,7 @@ class Client:
         self.enter = enter  # called on the client's thread whenever it takes control
         self.daemon = daemon  # a daemon thread (TF's daemon=True) may be left waiting
         self.task = task  # the task whose process runs it ("job:index"), once known
-        self.run = None  # the Executor of the Session.run it waits on, if any
+        self.run = None  # the MasterRun of the Session.run it waits on, if any
         self.killed = False
         self._go = threading.Semaphore(0)  # the simulation lets the thread run
         self._back = threading.Semaphore(0)  # the thread gives control back
@@ -87,6 +88,10 @@ class Client:
             self._back.acquire()  # the thread runs until it waits on an event or ends
             if self.finished:
                 if self.error is not None:
+                    if self.world.over_ranks:  # the others learn of it at the end (all ranks)
+                        self.world.client_errors.append((self.task or self.name,
+                                                         error_fields(self.error)))
+                        return None
                     raise self.error
                 return self.result
             try:
@@ -158,11 +163,15 @@ class ClientsResult:
     end_time: int
 
 
-def simulate_clients(clients: dict, enters: dict | None = None) -> ClientsResult:
+def simulate_clients(clients: dict, enters: dict | None = None,
+                     tasks: dict | None = None) -> ClientsResult:
     """Run ``clients`` ({name: function of no arguments}) at once on the running servers'
     cluster, in the simulation its sessions share; each client's sessions must use those
     servers' targets. ``enters`` ({name: function}): called whenever that client's thread
-    takes control (``Client.enter``).
+    takes control (``Client.enter``); ``tasks`` ({name: "job:index"}): the task whose
+    process runs each client. In a world over MPI ranks (``world.over_ranks``) a rank runs
+    the clients of its own tasks only: its returns are theirs, the trace is rank 0's, and
+    a client's error is raised on every rank once the job has ended.
 
     A client that is still in ``server.join()`` when nothing else is left to run ends
     there (a ps task's server); one that waits on anything else is a deadlock, reported
@@ -181,13 +190,31 @@ def simulate_clients(clients: dict, enters: dict | None = None) -> ClientsResult
     _, runtimes = cluster_of_running_servers()
     world = world_of(runtimes, next(iter(runtimes.values())).machine.hardware)
     marks, start = world.stream_marks(), world.env.now
-    enters = enters or {}
-    started = [world.start_client(str(name), fn, enter=enters.get(name))
-               for name, fn in clients.items()]
+    enters, tasks = enters or {}, tasks or {}
+    started = [world.start_client(str(name), fn, enter=enters.get(name), task=tasks.get(name))
+               for name, fn in clients.items()
+               if name not in tasks or not world.over_ranks or world.is_local(tasks[name])]
     try:
-        world.wait(None)
+        try:
+            world.wait(None)
+        except SimulationDeadlock:
+            if world.over_ranks:  # a client's error on some rank may be why
+                _raise_client_errors(world)
+            raise
+        if world.over_ranks:
+            _raise_client_errors(world)
     finally:
         for client in started:
             client.abandon()
     return ClientsResult({client.name: client.result for client in started},
-                         world.trace_since(marks), start, world.env.now)
+                         world.trace_since(marks), start, world.end_time())
+
+
+def _raise_client_errors(world) -> None:
+    """Over MPI ranks, on every rank: the first client error of any rank (in task order)."""
+    errors = [e for part in world.transport.allgather(world.client_errors) for e in part]
+    if errors:
+        order = world.simulation.names
+        task, fields = min(errors, key=lambda e: (order.index(e[0]) if e[0] in order
+                                                  else len(order), e[0]))
+        raise rebuild_error(fields)

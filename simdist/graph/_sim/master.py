@@ -17,6 +17,7 @@ result is cached per (fetches, feeds, targets), as TF caches its executors.
 from __future__ import annotations
 
 import functools
+import weakref
 import zlib
 from dataclasses import dataclass, field
 
@@ -61,9 +62,13 @@ class ClientGraph:
     placement: dict  # op -> full device name
     client_device: str
     fed: frozenset  # the fed tensors
+    fetches: tuple  # the fetched tensors
     edges: list  # Edge
     master: str  # the master's task ("job:index")
     partition_graphs: list = field(default_factory=list)  # GraphDef per device, by name
+    #: its graph handle in each simulation that ran it (``SimTasks.handle``)
+    handles: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary,
+                                               compare=False, repr=False)
 
     def __post_init__(self):
         self.edge_to = {(e.item, e.dst_device, e.reader): e for e in self.edges}
@@ -97,6 +102,15 @@ class ClientGraph:
 
     def devices(self) -> list[str]:
         return [g.node[0].device for g in self.partition_graphs]
+
+    def partitions_of(self, task: str) -> list:
+        """The partition graphs of ``task``'s devices (what its worker registers)."""
+        return [g for g in self.partition_graphs if task_of(g.node[0].device) == task]
+
+    @functools.cached_property
+    def fetched(self) -> frozenset:
+        """The names of the fetched tensors (kept to the end of a step, never freed)."""
+        return frozenset(t.name for t in self.fetches)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -183,7 +197,8 @@ class Master:
         for t in fetches:
             if t not in feeds:
                 add(t, placement[t.op], client, t.op.name)
-        graph = ClientGraph(ops, placement, client, frozenset(feeds), edges, self.task)
+        graph = ClientGraph(ops, placement, client, frozenset(feeds), tuple(fetches), edges,
+                            self.task)
         graph.partition_graphs = _partition_graphs(graph, feeds, fetches, feed_node)
         return graph
 
@@ -217,14 +232,18 @@ def _partition_graphs(graph: ClientGraph, feeds, fetches, feed_node) -> list:
         source = e.item.name if e.control else (
             feed_node[tensor] if tensor in feeds else input_name(tensor))
         attr = _send_recv_attr(e.src_device, e.dst_device, e.tensor_name, False, tensor)
+        attr["_item"] = e.item.name
+        recv_attr = _outputs(attr, tensor)
+        if tensor is not None:  # who reads the value it sends, and whether by reference
+            attr["_reader"] = graph.first_reader[e].name
+            attr["_by_reference"] = e in graph.by_reference
         waits = tuple("^" + (c.name if placement[c] == e.src_device else
                              recv_of(c, e.src_device)) for c in e.after)
         nodes[e.src_device].append(NodeDef(e.send_name, "_Send", e.src_device,
                                            (("^" if e.control else "") + source,) + waits,
                                            attr))
-        nodes[e.dst_device].append(NodeDef(e.recv_name, "_Recv", e.dst_device, (),
-                                           _outputs(attr, tensor)))
-    for t in fetches:
+        nodes[e.dst_device].append(NodeDef(e.recv_name, "_Recv", e.dst_device, (), recv_attr))
+    for t in dict.fromkeys(fetches):  # a tensor fetched twice has one _Send
         name = f"_send_{t.name.replace(':', '_')}"
         source = feed_node[t] if t in feeds else (
             input_name(t) if placement[t.op] == client else recv_of(t, client))

@@ -13,6 +13,8 @@ where the previous one ended.
 
 from __future__ import annotations
 
+import contextlib
+
 from simdist.hardware.cluster import ClusterSpec
 from simdist.base.errors import InvalidArgumentError
 from simdist.sim.scheduler import Simulation
@@ -20,6 +22,19 @@ from simdist.graph._sim.clients import Client, current_client
 from simdist.graph._sim.executor import SimTasks
 
 _CLUSTER_WORLDS: dict[tuple, World] = {}
+_TRANSPORT: list = [None]  # the transport of the worlds made now (over_ranks), or None
+
+
+@contextlib.contextmanager
+def over_ranks(transport):
+    """Make the cluster worlds of this block over ``transport`` (an ``MPITransport``): each
+    rank simulates its own tasks (``World.is_local``); the ranks advance time together."""
+    _TRANSPORT[0] = transport
+    try:
+        yield
+    finally:
+        _TRANSPORT[0] = None
+        forget_cluster_worlds()
 
 
 class World:
@@ -39,7 +54,19 @@ class World:
         def main(ctx):  # every task's program: nothing, until a session runs ops there
             self.tasks.add(ctx)
             return iter_nothing()
-        self.simulation = Simulation(ClusterSpec(jobs), main, hardware=hardware)
+        self.transport = _TRANSPORT[0]
+        self.simulation = Simulation(ClusterSpec(jobs), main, hardware=hardware,
+                                     transport=self.transport)
+        self.client_errors: list = []  # (task, error fields) of clients that failed, over ranks
+
+    @property
+    def over_ranks(self) -> bool:
+        return self.transport is not None and self.transport.size > 1
+
+    def is_local(self, task: str) -> bool:
+        """Whether ``task`` ("job:index") is simulated by this rank."""
+        simulation = self.simulation
+        return simulation.rank_of[simulation.names.index(task)] == simulation.transport.rank
 
     @property
     def env(self):
@@ -115,15 +142,30 @@ class World:
         """The trace of what every task recorded after ``marks`` (``stream_marks()``), cut
         where its first capped stream stopped keeping records (a capped stream's start
         beside the others' whole records would say nothing of the gap); the metadata's
-        "truncated" then names the capped streams ("full")."""
+        "truncated" then names the capped streams ("full"). Over ranks every rank calls it
+        and rank 0 gets the trace (the others None)."""
         tracer = self.simulation.tracer
         streams = {key: stream[marks.get(key, 0):] for key, stream in tracer.streams.items()}
         cuts = tracer.cuts()
+        if self.over_ranks:
+            parts = self.transport.gather((streams, cuts))
+            if self.transport.rank != 0:
+                return None
+            streams, cuts = {}, {}
+            for part_streams, part_cuts in parts:
+                streams.update(part_streams)
+                cuts.update(part_cuts)
         trace = self.simulation.build_trace(streams, self.env.now,
                                             min(cuts.values(), default=None))
         if cuts:
             trace.metadata["truncated"]["full"] = sorted(cuts)
         return trace
+
+    def end_time(self) -> int:
+        """The job's clock now: the latest of every rank's."""
+        if self.over_ranks:
+            return self.transport.allreduce(self.env.now, "max")
+        return self.env.now
 
     def stream_marks(self) -> dict:
         return {key: len(stream) for key, stream in self.simulation.tracer.streams.items()}
