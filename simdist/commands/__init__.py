@@ -10,6 +10,8 @@ course tooling (``course``), never realdist (which it starts as a child process)
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 
 from simdist.base.errors import InvalidArgumentError, SimdistError
@@ -53,6 +55,19 @@ def timeout_seconds(text) -> float:
     except ValueError:
         raise InvalidArgumentError(f"{text!r}: expected a number of seconds") from None
     return check_seconds(value, "--timeout")
+
+
+def parse_on_rank_0(parser, argv, rank: int):
+    """``parser.parse_args(argv)`` as every MPI rank runs it: rank 0 prints the usage, the
+    help or the error; the other ranks stay silent and, on a bad argument, end with status
+    0 (a non-zero one would have mpiexec kill rank 0 before its line is out)."""
+    if rank == 0:
+        return parser.parse_args(argv)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            return parser.parse_args(argv)
+    except SystemExit:
+        raise SystemExit(0) from None
 
 
 def reporting_errors(prog: str, run, args, quiet: bool = False) -> int:

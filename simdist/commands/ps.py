@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from simdist.base.files import check_outputs
-from simdist.commands import option_type, reporting_errors, run_limits
+from simdist.commands import option_type, parse_on_rank_0, reporting_errors, run_limits
 from simdist.distribute.failures import SYNTAX, Failure
 from simdist.sim.launcher import mpiexec_world
 
@@ -79,39 +79,44 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", metavar="PNG", help="draw loss, global step and gradients")
     parser.add_argument("--timeline", metavar="PNG", help="draw the timeline of every task")
     run_limits.add_arguments(parser)
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     rank, ranks = mpiexec_world()
-    if ranks > 1:  # every rank would run the whole job and write the same files
-        if rank == 0:
-            print(f"simdist ps: error: mpiexec -n {ranks}: simdist ps runs its TF1 job in one "
-                  "process for now (its clients, sessions and queues are not spread over MPI "
-                  "ranks yet); run it without mpiexec, or with -n 1", file=sys.stderr)
-        # the other ranks end quietly: a non-zero exit there would have mpiexec kill rank 0
-        # before its line is out; the job's status is rank 0's
-        return 2 if rank == 0 else 0
-    return reporting_errors("simdist ps", _train, args)
+    args = parse_on_rank_0(parser, list(sys.argv[1:] if argv is None else argv), rank)
+    args.transport = None
+    if ranks > 1:  # the tasks spread over the ranks; rank 0 reports and writes the files
+        from simdist.sim.transports import MPITransport
+
+        args.transport = MPITransport(watchdog_s=args.timeout)
+    try:  # every rank meets the same error at the same point: rank 0 says it once
+        return reporting_errors("simdist ps", _train, args, quiet=rank != 0)
+    finally:
+        if args.transport is not None:
+            args.transport.finalize()  # a non-zero exit then ends the job without an abort
 
 
 def _train(args) -> int:
     from simdist.training.ps_sweeps import plot_ps_training
-    from simdist.training.ps_training import train_on_ps
+    from simdist.training.ps_spec import PSTrainingSpec
+    from simdist.training.ps_training import run_ps_training
     from simdist.trace.plots import plot_timeline
 
     check_outputs({"--plot": (args.plot, ".png"), "--timeline": (args.timeline, ".png"),
                    "--trace": (args.trace, ".json")}, {"--checkpoint-dir": args.checkpoint_dir})
     with run_limits.run_limits(args) as limits:  # simdist run's limits, with its defaults
-        run = train_on_ps(workers=args.workers, ps=args.ps, mode=args.mode, steps=args.steps,
-                          step_us=args.step_us,
-                          replicas_to_aggregate=args.replicas_to_aggregate,
-                          learning_rate=args.learning_rate, seed=args.seed,
-                          stall_us=args.stall_us, stall_probability=args.stall_probability,
-                          max_staleness=args.max_staleness,
-                          staleness_weighting=args.staleness_weighting,
-                          warmup_steps=args.warmup_steps, failures=args.fail,
-                          checkpoint_dir=args.checkpoint_dir,
-                          save_checkpoint_steps=args.save_checkpoint_steps,
-                          features=args.features, examples=args.examples,
-                          gradient_dtype=args.gradient_dtype, model=args.model, limits=limits)
+        spec = PSTrainingSpec(workers=args.workers, ps=args.ps, mode=args.mode, steps=args.steps,
+                              step_us=args.step_us,
+                              replicas_to_aggregate=args.replicas_to_aggregate,
+                              learning_rate=args.learning_rate, seed=args.seed,
+                              stall_us=args.stall_us, stall_probability=args.stall_probability,
+                              max_staleness=args.max_staleness,
+                              staleness_weighting=args.staleness_weighting,
+                              warmup_steps=args.warmup_steps, failures=args.fail,
+                              checkpoint_dir=args.checkpoint_dir,
+                              save_checkpoint_steps=args.save_checkpoint_steps,
+                              features=args.features, examples=args.examples,
+                              gradient_dtype=args.gradient_dtype, model=args.model, limits=limits)
+        run = run_ps_training(spec, args.transport)
+    if run is None:  # an MPI rank other than 0: rank 0 reports
+        return 0
     for line in run.describe():
         print(line)
     if args.plot:

@@ -19,7 +19,7 @@ import argparse
 import sys
 
 from simdist.base.files import check_outputs
-from simdist.commands import reporting_errors
+from simdist.commands import parse_on_rank_0, reporting_errors
 from simdist.hardware.units import format_ns
 from simdist.sim.launcher import mpiexec_world
 
@@ -39,9 +39,9 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=300, metavar="S",
                         help="under mpiexec: end the job when a rank waits this long for the "
                              "others (default 300 s)")
-    args = parser.parse_args(argv)
-    args.script_args = script_args
     rank, ranks = mpiexec_world()
+    args = parse_on_rank_0(parser, argv, rank)
+    args.script_args = script_args
     if ranks > 1 and not args.timeout > 0:
         parser.error(f"--timeout {args.timeout}: expected seconds > 0")
     if ranks > 1:

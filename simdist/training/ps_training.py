@@ -29,7 +29,9 @@ figure and the sweeps in ``ps_sweeps``.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -37,7 +39,7 @@ import numpy as np
 
 import simdist.graph as tf
 from simdist.graph._sim.clients import ClientsResult, simulate_clients
-from simdist.graph._sim.world import world_of
+from simdist.graph._sim.world import over_ranks, world_of
 from simdist.graph.accumulator import gradient_tally
 from simdist.graph.server import Server, cluster_of_running_servers, stop_all_servers
 from simdist.sim.core import SimulationDeadlock
@@ -221,11 +223,30 @@ class _WorkerRecord:
     sessions: list = field(default_factory=list)
     ended_by: str = "killed"
     first_run: int | None = None
+    recoveries: int = 0  # sessions made again (summarize)
+    restored_from: str | None = None  # the last checkpoint a session restored (summarize)
+
+    def summarize(self) -> _WorkerRecord:
+        """The record without its sessions (what crosses MPI ranks): how often they
+        recovered and the last checkpoint one restored."""
+        self.recoveries = sum(s.recoveries for s in self.sessions) + len(self.sessions) - 1
+        self.restored_from = next((s.restored_from for s in reversed(self.sessions)
+                                   if s.restored_from), None)
+        self.sessions = []
+        return self
 
 
-def run_ps_training(spec: PSTrainingSpec) -> PSTrainingRun:
+def run_ps_training(spec: PSTrainingSpec, transport=None) -> PSTrainingRun | None:
     """Run ``spec``'s program on one simulated cluster {ps, worker}: each worker's client
-    (``run_worker``) and each ps's ``server.join()`` at once, with the spec's failures."""
+    (``run_worker``) and each ps's ``server.join()`` at once, with the spec's failures.
+    With ``transport`` (an ``MPITransport``) the tasks are spread over its ranks, each
+    running its own tasks' clients; rank 0 gets the run (the same as in one process), the
+    others None."""
+    with over_ranks(transport) if transport is not None else contextlib.nullcontext():
+        return _run_ps_training(spec)
+
+
+def _run_ps_training(spec: PSTrainingSpec) -> PSTrainingRun | None:
     stop_all_servers()
     cluster = tf.train.ClusterSpec({
         "ps": [f"localhost:{2222 + i}" for i in range(spec.ps)],
@@ -248,16 +269,36 @@ def run_ps_training(spec: PSTrainingSpec) -> PSTrainingRun:
         if spec.failures:
             _schedule_failures(spec.failures, worker)
         try:
-            simulate_clients(clients)
-            end = world.env.now
+            simulate_clients(clients, tasks={name: name for name in clients})
+            end = world.end_time()
         except SimulationDeadlock as deadlock:
-            if not _chief_hangs(spec, deadlock, records):
+            ended = {k: r.ended_by for k, r in _everyone(world, records).items()}
+            if not _chief_hangs(spec, deadlock, ended):
                 raise
             records[0].ended_by, end = CHIEF_HANGS, deadlock.now
         result = ClientsResult({}, world.trace_since(marks), start, end)
+        records = _everyone(world, {k: r.summarize() for k, r in records.items()})
+        tally = _summed(world, tally - before)
     finally:
         stop_all_servers()
-    return _training_run(spec, result, records, tally - before)
+    if result.trace is None:  # a rank other than 0
+        return None
+    return _training_run(spec, result, records, tally)
+
+
+def _everyone(world, records: dict) -> dict:
+    """Every worker's record, from the rank that runs it (over MPI ranks; else as is)."""
+    if not world.over_ranks:
+        return records
+    mine = {k: r for k, r in records.items() if world.is_local(f"worker:{k}")}
+    return {k: r for part in world.transport.allgather(mine) for k, r in part.items()}
+
+
+def _summed(world, tally):
+    """The accumulators' tally of every rank (they count where their ps runs)."""
+    if not world.over_ranks:
+        return tally
+    return sum(world.transport.allgather(tally), Counter())
 
 
 def _world():
@@ -266,14 +307,14 @@ def _world():
     return world_of(runtimes, next(iter(runtimes.values())).machine.hardware)
 
 
-def _chief_hangs(spec: PSTrainingSpec, deadlock: SimulationDeadlock, records: dict) -> bool:
+def _chief_hangs(spec: PSTrainingSpec, deadlock: SimulationDeadlock, ended: dict) -> bool:
     """Is ``deadlock`` the chief's last run waiting for a token no step will bring, every
     other worker having stopped (TF's chief hangs there too: it has no operation timeout)?"""
     waits = dict(deadlock.blocked)
     clients = {who.split(" ", 1)[1] for who in waits if who.startswith("client ")}
     return (spec.mode == "sync" and clients == {"worker:0"}
             and "get 1 from sync_token_q" in waits.values()
-            and all(r.ended_by == "stopped" for k, r in records.items() if k))
+            and all(how == "stopped" for k, how in ended.items() if k))
 
 
 def run_worker(spec: PSTrainingSpec, k: int, cluster, target: str,
@@ -351,12 +392,10 @@ def _training_run(spec: PSTrainingSpec, result, records: dict, tally) -> PSTrain
                         result.end_time - result.start_time,
                         {k: len(r.dropped) for k, r in records.items()},
                         {k: r.ended_by for k, r in records.items()})
-    run.recoveries = {k: sum(sess.recoveries for sess in r.sessions) + len(r.sessions) - 1
-                      for k, r in records.items()}
+    run.recoveries = {k: r.recoveries for k, r in records.items()}
     run.started_ns = min((r.first_run for r in records.values() if r.first_run is not None),
                          default=0)
-    run.restored_from = next((sess.restored_from for sess in reversed(records[0].sessions)
-                              if sess.restored_from), None)
+    run.restored_from = records[0].restored_from
     if spec.mode == "sync":
         run.gradient_counts = _gradient_counts(tally, spec.workers)
     counts = run.gradients_by_worker().values()

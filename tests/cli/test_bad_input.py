@@ -250,15 +250,16 @@ def test_sizes_that_outgrow_memory_are_refused_up_front(argv, expected, capsys):
 
 @pytest.mark.mpi
 @pytest.mark.timeout(120)
-def test_simdist_ps_refuses_more_than_one_rank_once_and_writes_nothing(tmp_path):
+def test_simdist_ps_over_more_ranks_than_tasks_is_refused_once_and_writes_nothing(tmp_path):
     from simdist.sim.launcher import run_mpi
 
     trace = tmp_path / "t.json"
-    proc = run_mpi(2, ["-m", "simdist", "ps", "--workers", "2", "--steps", "2", "--trace",
+    proc = run_mpi(4, ["-m", "simdist", "ps", "--workers", "2", "--steps", "2", "--trace",
                        str(trace)], timeout=100)
     assert proc.returncode != 0
-    assert proc.stderr.count("simdist ps: error: mpiexec -n 2: simdist ps runs its TF1 job in "
-                             "one process for now") == 1
+    assert proc.stderr.count("simdist ps: error: mpiexec -n 4 is larger than the number of "
+                             "simulated tasks (3)") == 1, proc.stderr
     assert "Traceback" not in proc.stderr and not trace.exists()
-    one = run_mpi(1, ["-m", "simdist", "ps", "--workers", "2", "--steps", "2"], timeout=100)
-    assert one.returncode == 0 and "global step 2" in one.stdout
+    two = run_mpi(2, ["-m", "simdist", "ps", "--workers", "2", "--steps", "2", "--trace",
+                      str(trace)], timeout=100)
+    assert two.returncode == 0 and two.stdout.count("global step 2") == 1 and trace.is_file()

@@ -63,3 +63,49 @@ def test_a_script_error_on_one_rank_is_one_line_from_rank_0(tmp_path):
     assert proc.returncode != 0
     assert proc.stderr.count("worker cannot start: no data") == 1, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _ps(n, tmp_path, *args):
+    trace = tmp_path / f"ps{n}-{abs(hash(args))}.json"
+    proc = mpi_simdist(n, ["ps", *args, "--trace", str(trace)], timeout=240)
+    report = proc.stdout.replace(str(trace), "TRACE")
+    return report, trace.read_bytes()
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("args", [
+    ("--workers", "3", "--steps", "8"),  # sync, one backup worker
+    ("--mode", "async", "--workers", "3", "--steps", "8"),
+    ("--workers", "4", "--replicas-to-aggregate", "3", "--steps", "8", "--stall-us", "3000",
+     "--stall-probability", "0.3"),  # stragglers
+    ("--workers", "3", "--steps", "10", "--fail", "worker:1@5ms+3ms"),
+], ids=["sync", "async", "stragglers", "worker-fails"])
+def test_simdist_ps_gives_the_same_trace_and_report_at_1_2_and_4_ranks(tmp_path, args):
+    runs = {n: _ps(n, tmp_path, *args) for n in (1, 2, 4)}
+    for n, (report, trace) in runs.items():
+        assert (report, trace) == runs[1], f"simdist ps {' '.join(args)} differs at {n} ranks"
+    assert runs[4][0].count("global step") == 1  # rank 0 reports
+
+
+@pytest.mark.timeout(300)
+def test_a_failed_ps_restores_its_checkpoint_the_same_way_over_ranks(tmp_path):
+    runs = {}
+    for n in (1, 3):
+        folder = tmp_path / f"ckpt{n}"
+        folder.mkdir()
+        report, trace = _ps(n, tmp_path, "--workers", "2", "--step-us", "1000,1700",
+                            "--steps", "12", "--fail", "ps:0@8ms+2ms", "--checkpoint-dir",
+                            str(folder), "--save-checkpoint-steps", "3")
+        runs[n] = (report.replace(str(folder), "DIR"), trace.replace(
+            str(folder).encode(), b"DIR"))
+        assert (folder / "model.ckpt-3.npz").is_file() and "restored DIR/model.ckpt-3" in \
+            runs[n][0]
+    assert runs[3] == runs[1]
+
+
+@pytest.mark.timeout(120)
+def test_a_bad_argument_under_mpiexec_is_said_once():
+    from simdist.sim.launcher import run_mpi
+
+    proc = run_mpi(3, ["-m", "simdist", "ps", "--fail", "ps:0,8000,2000"], timeout=100)
+    assert proc.returncode != 0 and proc.stderr.count("usage: simdist ps") == 1, proc.stderr

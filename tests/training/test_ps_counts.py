@@ -81,10 +81,10 @@ def test_a_deadlock_that_is_not_the_chief_s_wait_is_still_reported():
 
     blocked = SimulationDeadlock(5, [("client worker:0", "x"), ("client worker:1", "y"),
                                      ("ps:0/q", "get 1 from sync_token_q")])
-    records = {0: ps_training._WorkerRecord(), 1: ps_training._WorkerRecord()}
-    assert not ps_training._chief_hangs(Spec(), blocked, records)
+    ended = {0: "killed", 1: "killed"}  # how each worker ended
+    assert not ps_training._chief_hangs(Spec(), blocked, ended)
     alone = SimulationDeadlock(5, [("client worker:0", "x"),
                                    ("ps:0/q", "get 1 from sync_token_q")])
-    assert not ps_training._chief_hangs(Spec(), alone, records)  # worker 1 never stopped
-    records[1].ended_by = "stopped"
-    assert ps_training._chief_hangs(Spec(), alone, records)
+    assert not ps_training._chief_hangs(Spec(), alone, ended)  # worker 1 never stopped
+    ended[1] = "stopped"
+    assert ps_training._chief_hangs(Spec(), alone, ended)

@@ -105,7 +105,9 @@ class World:
         its ops and everything waiting on its resources fail with ``UnavailableError`` and
         its variables are lost. It restarts ``down_ns`` later (never with None), running
         ``restart`` (a client function, e.g. the worker's program again) if given. Both are
-        instants on the task's "faults" lane."""
+        instants on the task's "faults" lane. Over MPI ranks every rank calls it: the
+        task's own rank fails it, the others only learn when it is down and back (what a
+        master's RPCs to it would find out), for their sessions to wait as TF's do."""
         from simdist.base.errors import UnavailableError
 
         runtime = self.runtimes.get(task)
@@ -113,22 +115,26 @@ class World:
             raise InvalidArgumentError(f"schedule_failure: task {task!r} is not in this "
                                        f"cluster: its tasks are {sorted(self.runtimes)}")
 
+        local = not self.over_ranks or self.is_local(task)
+
         def failure():
             yield self.env.timeout(max(0, at_ns - self.env.now))
-            ctx = self.tasks.contexts[task]
-            ctx.instant("faults", "task failed", "fault")
+            ctx = self.tasks.contexts.get(task)
             error = UnavailableError(f"task {task} failed (injected at {at_ns} ns)")
-            for client in list(self.clients):
-                if client.task == task:
-                    client.kill(error)
+            if local:
+                ctx.instant("faults", "task failed", "fault")
+                for client in list(self.clients):
+                    if client.task == task:
+                        client.kill(error)
             runtime.fail(error)
             if down_ns is not None:
                 yield self.env.timeout(down_ns)
                 runtime.restart()
-                ctx.instant("faults", "task restarted", "fault")
+                if local:
+                    ctx.instant("faults", "task restarted", "fault")
                 for event in self._back.pop(task, []):
                     event.succeed()
-                if restart is not None:
+                if local and restart is not None:
                     self.start_client(f"{task} (restarted)", restart, task=task)
         self.env.process(failure(), name=f"failure of {task}", daemon=True)
 
@@ -147,6 +153,7 @@ class World:
         tracer = self.simulation.tracer
         streams = {key: stream[marks.get(key, 0):] for key, stream in tracer.streams.items()}
         cuts = tracer.cuts()
+        end = self.end_time()
         if self.over_ranks:
             parts = self.transport.gather((streams, cuts))
             if self.transport.rank != 0:
@@ -155,7 +162,7 @@ class World:
             for part_streams, part_cuts in parts:
                 streams.update(part_streams)
                 cuts.update(part_cuts)
-        trace = self.simulation.build_trace(streams, self.env.now,
+        trace = self.simulation.build_trace(streams, end,
                                             min(cuts.values(), default=None))
         if cuts:
             trace.metadata["truncated"]["full"] = sorted(cuts)
