@@ -8,10 +8,13 @@ so one slow predictor does not hold up the rest.
 
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass
 
 from simdist.base.errors import InvalidArgumentError, check_ints
 from simdist.graph._sim.clients import simulate_clients
+from simdist.graph._sim.world import over_ranks
 from simdist.graph.data_flow_ops import FIFOQueue
 from simdist.graph.graph import Graph
 from simdist.graph.server import Server, stop_all_servers
@@ -31,15 +34,22 @@ class EnsembleRun:
 
 
 def ensemble(predictors: int = 3, inputs: int = 4, slow: int | None = None,
-             slowdown: float = 20.0, timeout_ms: int = 1, predict_flops: float = 2e7
-             ) -> EnsembleRun:
+             slowdown: float = 20.0, timeout_ms: int = 1, predict_flops: float = 2e7,
+             transport=None) -> EnsembleRun | None:
     """The between-graph ensemble: an aggregator client (``worker:0``) puts each input in
     every predictor's input queue (on ``ps:0``), the predictor clients (``worker:1..``)
     each apply their own model (prediction = input x (k + 1), ``predict_flops`` of work,
     ``slowdown`` times more for the ``slow`` one) and put (input id, prediction) in the
     prediction queue, and the aggregator takes predictions for each input with
     ``operation_timeout_in_ms`` = ``timeout_ms``, so that a slow predictor cannot stall it:
-    it averages what came in time and drops late predictions of earlier inputs."""
+    it averages what came in time and drops late predictions of earlier inputs.
+    ``transport`` (an ``MPITransport``, under mpiexec): the tasks spread over its ranks;
+    rank 0 gets the run (the same as in one process), the others None."""
+    with over_ranks(transport) if transport is not None else contextlib.nullcontext():
+        return _ensemble(predictors, inputs, slow, slowdown, timeout_ms, predict_flops)
+
+
+def _ensemble(predictors, inputs, slow, slowdown, timeout_ms, predict_flops):
     import simdist.graph as tf
 
     check_ints("ensemble", predictors=predictors, inputs=inputs, timeout_ms=timeout_ms)
@@ -109,10 +119,14 @@ def ensemble(predictors: int = 3, inputs: int = 4, slow: int | None = None,
 
     clients = {"aggregator": aggregator, "ps": servers[0].join}
     clients.update({f"predictor {k}": predictor(k) for k in range(predictors)})
+    tasks = {"aggregator": "worker:0", "ps": "ps:0",
+             **{f"predictor {k}": f"worker:{k + 1}" for k in range(predictors)}}
     try:
-        result = simulate_clients(clients)
+        result = simulate_clients(clients, tasks=tasks)
     finally:
         stop_all_servers()
+    if result.trace is None:  # an MPI rank other than 0
+        return None
     received, timeouts = result.returns["aggregator"]
     means = [sum(got.values()) / len(got) if got else None for got in received]
     return EnsembleRun(received, means, timeouts, result.trace)

@@ -14,6 +14,8 @@ how the capacity and the number of enqueue threads change that.
 
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass
 
 from simdist.base.checks import (check_int, check_memory, check_number, check_probability,
@@ -21,6 +23,7 @@ from simdist.base.checks import (check_int, check_memory, check_number, check_pr
 from simdist.base.errors import CancelledError, OutOfRangeError, check_ints
 from simdist.base.files import save_figure
 from simdist.graph._sim.clients import simulate_clients
+from simdist.graph._sim.world import over_ranks
 from simdist.graph.coordinator import Coordinator
 from simdist.graph.data_flow_ops import FIFOQueue
 from simdist.graph.graph import Graph
@@ -97,14 +100,25 @@ def loader_trainer(capacity: int = 4, loader_threads: int = 1, steps: int = 20,
                    batch: int = 2, element_size: int = 256, read_us: float = 25.0,
                    stall_us: float = 775.0, stall_probability: float = 0.1,
                    train_flops: float = 2.5e7, seed: int = 0, train_us: float | None = None,
-                   limits: RunLimits | None = DEFAULT_LIMITS) -> PipelineRun:
+                   limits: RunLimits | None = DEFAULT_LIMITS,
+                   transport=None) -> PipelineRun | None:
     """Simulate the loader/trainer program; see the module docstring. With ``train_us``, a
     step is a ``timed_py_func`` of that length instead of ``train_flops`` of compute: the
     step realdist's ``real_loader_trainer`` measures. ``limits``: the run's (by default the
     commands' 10 million events and simulated day); sizes past them or past the memory cap
-    are refused before it starts."""
+    are refused before it starts. ``transport`` (an ``MPITransport``, under mpiexec): the
+    three tasks spread over its ranks; rank 0 gets the run (the same as in one process),
+    the others None."""
     _check_options(capacity, loader_threads, steps, batch, element_size, read_us, stall_us,
                    stall_probability, train_flops, seed, train_us, limits)
+    with over_ranks(transport) if transport is not None else contextlib.nullcontext():
+        return _loader_trainer(capacity, loader_threads, steps, batch, element_size, read_us,
+                               stall_us, stall_probability, train_flops, seed, train_us,
+                               limits)
+
+
+def _loader_trainer(capacity, loader_threads, steps, batch, element_size, read_us, stall_us,
+                    stall_probability, train_flops, seed, train_us, limits):
     import simdist.graph as tf
 
     stop_all_servers()
@@ -160,10 +174,14 @@ def loader_trainer(capacity: int = 4, loader_threads: int = 1, steps: int = 20,
 
     try:
         result = simulate_clients({"trainer": trainer, "loader": loader,
-                                   "ps": servers[0].join})
+                                   "ps": servers[0].join},
+                                  tasks={"trainer": "worker:0", "loader": "worker:1",
+                                         "ps": "ps:0"})
     finally:
         stop_all_servers()
     trace = result.trace
+    if trace is None:  # an MPI rank other than 0
+        return None
     starved = sum(s.dur for s in trace.spans
                   if s.cat == "wait" and s.name.startswith(f"{QUEUE}_DequeueMany"))
     occupancy = [(c.t, c.values["size"]) for c in trace.counters if c.name == f"queue {QUEUE}"]

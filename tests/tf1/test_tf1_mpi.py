@@ -109,3 +109,22 @@ def test_a_bad_argument_under_mpiexec_is_said_once():
 
     proc = run_mpi(3, ["-m", "simdist", "ps", "--fail", "ps:0,8000,2000"], timeout=100)
     assert proc.returncode != 0 and proc.stderr.count("usage: simdist ps") == 1, proc.stderr
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("program,ranks", [("loader_trainer", 3), ("ensemble", 5),
+                                           ("in_graph", 4)])
+def test_the_queue_and_replication_programs_give_the_same_trace_over_ranks(program, ranks):
+    import subprocess
+    import sys
+
+    from simdist.sim.launcher import run_mpi
+
+    runner = str(ROOT / "tests" / "tf1" / "api_over_ranks.py")
+    one = subprocess.run([sys.executable, runner, program], capture_output=True, text=True,
+                         timeout=200, cwd=ROOT)
+    assert one.returncode == 0, one.stderr
+    for n in (2, ranks):
+        many = run_mpi(n, [runner, "--mpi", program], timeout=200, cwd=ROOT)
+        assert many.returncode == 0, many.stderr
+        assert many.stdout == one.stdout, f"{program} at {n} ranks: {many.stdout}"

@@ -170,8 +170,9 @@ def simulate_clients(clients: dict, enters: dict | None = None,
     servers' targets. ``enters`` ({name: function}): called whenever that client's thread
     takes control (``Client.enter``); ``tasks`` ({name: "job:index"}): the task whose
     process runs each client. In a world over MPI ranks (``world.over_ranks``) a rank runs
-    the clients of its own tasks only: its returns are theirs, the trace is rank 0's, and
-    a client's error is raised on every rank once the job has ended.
+    the clients of its own tasks only: rank 0 gets every client's return and the trace
+    (the others their own clients' returns and None), and a client's error is raised on
+    every rank once the job has ended.
 
     A client that is still in ``server.join()`` when nothing else is left to run ends
     there (a ps task's server); one that waits on anything else is a deadlock, reported
@@ -206,8 +207,13 @@ def simulate_clients(clients: dict, enters: dict | None = None,
     finally:
         for client in started:
             client.abandon()
-    return ClientsResult({client.name: client.result for client in started},
-                         world.trace_since(marks), start, world.end_time())
+    returns = {client.name: client.result for client in started}
+    if world.over_ranks:  # rank 0 gets every client's, the others their own
+        parts = world.transport.gather(returns)
+        if world.transport.rank == 0:
+            returns = {name: part[name] for name in clients for part in parts
+                       if name in part}
+    return ClientsResult(returns, world.trace_since(marks), start, world.end_time())
 
 
 def _raise_client_errors(world) -> None:

@@ -6,6 +6,8 @@ client (TF1 programs used Python threads on one session)."""
 
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,6 +15,7 @@ import numpy as np
 import simdist.graph as tf
 from simdist.base.errors import InvalidArgumentError, check_ints
 from simdist.graph._sim.clients import simulate_clients
+from simdist.graph._sim.world import over_ranks
 from simdist.graph.server import Server, stop_all_servers
 from simdist.training.ps_spec import FEATURES, shard
 
@@ -32,9 +35,17 @@ class InGraphRun:
 
 
 def in_graph_training(workers: int = 3, mode: str = "sync", steps: int = 5,
-                      learning_rate: float = 0.05, seed: int = 0) -> InGraphRun:
+                      learning_rate: float = 0.05, seed: int = 0,
+                      transport=None) -> InGraphRun | None:
     """In-graph replication on a simulated cluster {ps: 1, worker: workers}; see the module
-    docstring."""
+    docstring. ``transport`` (an ``MPITransport``, under mpiexec): the tasks spread over its
+    ranks, the one client on worker 0's; rank 0 gets the run (the same as in one process),
+    the others None."""
+    with over_ranks(transport) if transport is not None else contextlib.nullcontext():
+        return _in_graph_training(workers, mode, steps, learning_rate, seed)
+
+
+def _in_graph_training(workers, mode, steps, learning_rate, seed):
     check_ints("in_graph_training", workers=workers, steps=steps)
     if mode not in ("sync", "async"):
         raise InvalidArgumentError(f"in_graph_training: mode={mode!r}, expected 'sync' or "
@@ -75,27 +86,26 @@ def in_graph_training(workers: int = 3, mode: str = "sync", steps: int = 5,
                 _, loss = session.run([train_ops[k], losses[k]])
                 if k == 0:
                     tower_losses.append(float(loss))
+            return tower_losses
         return body
 
     def setup():
         session.run(init)
 
-    try:
-        simulate_clients({"client": setup, "ps": ps.join})
-        names = [f"client thread {k}" for k in range(len(train_ops))]
+    def read():
+        return int(session.run(global_step))
+
+    names = [f"client thread {k}" for k in range(len(train_ops))]
+    tasks = {**{name: "worker:0" for name in names}, "client": "worker:0", "ps": "ps:0"}
+    try:  # the client runs on worker 0, its session's target
+        simulate_clients({"client": setup, "ps": ps.join}, tasks=tasks)
         result = simulate_clients({**{name: thread(k) for k, name in enumerate(names)},
-                                   "ps": ps.join})
-        final = _read_step(session, global_step, ps)
+                                   "ps": ps.join}, tasks=tasks)
+        final = simulate_clients({"client": read, "ps": ps.join}, tasks=tasks).returns
     finally:
         session.close()
         stop_all_servers()
-    return InGraphRun(result.trace, mode, names, tower_losses, final, averaging)
-
-
-def _read_step(session, global_step, ps) -> int:
-    out = {}
-
-    def read():
-        out["step"] = int(session.run(global_step))
-    simulate_clients({"client": read, "ps": ps.join})
-    return out["step"]
+    if result.trace is None:  # an MPI rank other than 0
+        return None
+    return InGraphRun(result.trace, mode, names, result.returns[names[0]], final["client"],
+                      averaging)
