@@ -14,7 +14,7 @@ from pathlib import Path
 
 from course.checks import failure, load_checks, load_target, run_check
 from course.sandbox import pack
-from realdist.runtime.localcluster import die_with_parent
+from simdist.base.processes import die_with_parent
 
 
 def main(argv: list[str]) -> int:

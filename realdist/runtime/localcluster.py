@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from simdist.base import errors
+from simdist.base.processes import die_with_parent
 
 from realdist.runtime.processes import (MARK, PRELUDE, child_env, free_ports, kill_group, log_tail,
                                         read_outputs)
@@ -70,10 +71,6 @@ _HOLDER = "import sys\nprint('READY', flush=True)\nsys.stdin.read()\n"
 
 def _libc():
     return ctypes.CDLL(None, use_errno=True)
-
-
-def die_with_parent() -> None:
-    _libc().prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: gone when the launcher is
 
 
 def _loopback_up() -> None:

@@ -15,7 +15,6 @@ rank in a process group of its own and leaves them running when it is killed), a
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import os
 import shutil
@@ -26,6 +25,7 @@ import threading
 from pathlib import Path
 
 from simdist.base.errors import InvalidArgumentError, NotFoundError
+from simdist.base.processes import die_with_parent
 
 MPI_ENV_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -83,13 +83,6 @@ def check_ranks(n: int, option: str = "--ranks") -> int:
             f"{option} {n}: expected 1 to {max_ranks()} ranks on this machine "
             f"({RANKS_PER_CPU} per CPU core, at most {RANKS_LIMIT})")
     return n
-
-
-def die_with_parent() -> None:
-    """In a child before exec (``preexec_fn``): SIGKILL when its parent ends (Linux
-    ``prctl(PR_SET_PDEATHSIG)``; kept across exec); elsewhere nothing."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
 
 
 #: what each rank runs before ``python -m mpi4py ARGS``: dies with mpiexec (which does not

@@ -104,7 +104,8 @@ def measure(point: Point, steps: int, params: float, timeout: float) -> dict:
     {"status": "failed", "error": ...}."""
     import subprocess
 
-    from simdist.sim.launcher import die_with_parent, run_mpi
+    from simdist.base.processes import die_with_parent
+    from simdist.sim.launcher import run_mpi
 
     args = ["-m", "simdist.commands.bench.scale", "--point", str(point.devices), point.fidelity,
             "on" if point.trace else "off", str(steps), repr(params)]
