@@ -259,11 +259,14 @@ NOTEBOOK_TEXT = {
            "[('worker:0', 1, [0.5, 0.5]), ('worker:1', 2, [0.75, 0.75])]",  # from flags
            "not done yet: exercise predict_counters",
            "client F: yours ?, real TF [6]",
-           # section 3: the master's partitions, pairs and RunGraph messages
+           # section 3: the master's partitions, pairs, RegisterGraph (the plan's first run)
+           # and RunGraph messages; the traced run's response carries ps:0's node times
            "partition of ps:0/CPU:0\n    v            VariableV2 <- -",
            "pair   _Send v/read_S0  ps:0/CPU:0 -> worker:0/CPU:0  edge_0_v/read",
            "client _Recv _recv_x_0  worker:0/CPU:0 -> worker:0/CPU:0  x:0",
-           "RunGraph response (worker:0 step 2)  ps:0 -> worker:0   64 bytes",
+           "RegisterGraph (worker:0 graph 2)           worker:0 -> ps:0  755 bytes",
+           "RegisterGraph response (worker:0 graph 2)  ps:0 -> worker:0   64 bytes",
+           "RunGraph response (worker:0 step 2)        ps:0 -> worker:0  234 bytes",
            "the same in simdist: {'value': True, 'partitions': True, 'pairs': True, "
            "'traced_devices': True, 'timeline': True, 'timeline_processes': True}",
            "not done yet: exercise predict_partitions",
