@@ -105,7 +105,7 @@ NOTEBOOK_TEXT = ["OutOfRangeError: FIFOQueue 'q' is closed and has insufficient 
                  "(requested 2, current size 1)",
                  "DeadlineExceededError: Timed out waiting for notification",
                  "by priority: [1, 2, 3] [10, 20, 30]",
-                 "3 loader threads: 20 steps in 3.2 ms, trainer starved 5% of the time",
+                 "3 loader threads: 20 steps in 3.3 ms, trainer starved 5% of the time",
                  "impatient: gave up at 2.0 ms",
                  "real TF: {'static shape': '(3, None)', 'batch': [[1, 2, 0], [3, 0, 0], "
                  "[4, 5, 6]], 'empty dequeue': 'DeadlineExceededError'}",

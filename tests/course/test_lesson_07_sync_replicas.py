@@ -53,7 +53,7 @@ def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
     assert r["resume"].hint.startswith("the chief restores the newest checkpoint")
 
 
-NOTEBOOK_TEXT = ["one worker: final loss 1.9e-06, four workers: 2.4",
+NOTEBOOK_TEXT = ["one worker: final loss 1.9e-06, four workers: 5.2",
                  "sync_token_q",
                  "worker 2: 5 steps, 0 gradients applied, 5 dropped",
                  "[('worker:1', 'wait_for_session', '30.0 s')]",
