@@ -20,7 +20,7 @@ def choose_ps_shards():
 
 def backup_workers_for_throughput():
     """A step waits for the fastest 6 - b gradients: b = 0 waits for the 6 ms worker (6
-    gradients in a 5.6 ms step: 1,067/s), b = 1 for the 3 ms one (5 in 3.1 ms: 1,614/s),
-    b = 2 only for 1 ms workers (4 in 2.1 ms: 1,878/s, the most), b = 3 is no faster with
-    one gradient fewer (1,440/s)."""
+    gradients in a 5.6 ms step: 1,065/s), b = 1 for the 3 ms one (5 in 3.1 ms: 1,610/s),
+    b = 2 only for 1 ms workers (4 in 2.1 ms: 1,869/s, the most), b = 3 is no faster with
+    one gradient fewer (1,434/s)."""
     return 2

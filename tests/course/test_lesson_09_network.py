@@ -18,8 +18,9 @@ def test_nic_loads_count_each_update_s_bytes_and_the_time_they_take_on_the_wire(
     loads = run.nic_loads()
     assert set(loads) == {"ps:0", "ps:1", "worker:0", "worker:1"}
     updates = sum(run.worker_steps.values())
-    # 50,000 weights each: float16 in, float32 out; and a RunGraph request in and a response
-    # out (64 bytes each) per worker run, the global step and the bias
+    # 50,000 weights each: float16 in, float32 out; and per worker run a RunGraph request in
+    # and a response out (64 bytes each), the learning rate and the bias's gradient in, the
+    # global step and the bias out (RegisterGraph, once per plan, is left out)
     for task in ("ps:0", "ps:1"):
         assert 0 <= loads[task].received_bytes - updates * 100_000 < updates * (64 + 80)
         assert 0 <= loads[task].sent_bytes - updates * 200_000 < updates * (64 + 100)
@@ -37,7 +38,8 @@ def test_nic_loads_count_each_update_s_bytes_and_the_time_they_take_on_the_wire(
 def test_the_initial_values_are_not_a_training_step_and_a_shared_nic_queues():
     alone = train_on_ps(workers=1, mode="async", steps=3, features=100_000, examples=2)
     nic = alone.nic_loads()["ps:0"]
-    # not the 400 kB init: RunGraph requests (64 bytes, one per run) and the global step
+    # not the 400 kB init (nor RegisterGraph): RunGraph requests (64 bytes, one per run), the
+    # learning rate and the bias's gradient
     assert nic.received_bytes - alone.global_step * 400_000 < (alone.global_step + 1) * 100
     assert nic.queued_ns == 0  # one worker never waits behind another
     two = train_on_ps(workers=2, mode="async", steps=4, features=1_000_000, examples=2)
@@ -127,9 +129,9 @@ def test_wrong_backup_counts_get_what_is_wrong_and_a_hint(answer, message, hint)
 
 NOTEBOOK_TEXT = ["4 MB per update in each direction: 3.2 ms on the wire",
                  "the most one ps NIC can serve: 312 updates/s",
-                 "simulated: busy 36.6% in, 36.6% out; 4,000,076 bytes in per update",
+                 "simulated: busy 36.6% in, 36.6% out; 4,000,080 bytes in per update",
                  "ps NIC busy 71% of the time",
-                 "sparse         217 bytes in",
+                 "sparse         221 bytes in",
                  "1 backup workers: ",
                  "2 ps: real TF",
                  "not done yet: exercise ps_nic_bytes"]
