@@ -5,18 +5,20 @@ of ``simdist.training.input_pipeline`` with the learner's capacity and enqueue t
 PaddingFIFOQueue's batches, and an ensemble of predictor clients (one of them slow) whose
 predictions the learner's aggregator client collects with ``simulate_clients``.
 tests/course/test_lesson_06_queues.py runs the padded batches on real TensorFlow too
-(``real_padded_batch_shapes``) and finds the same shapes.
+(``real_padded_batch_shapes``) and finds the same shapes. Exercise 4's capacity is checked
+in one process here and with the three tasks on MPI ranks in ``pipeline_mpi.py``.
 """
 
 import numpy as np
 
 import simdist.graph as sim
-from simdist.hardware.cluster import ClusterSpec
+from simdist.hardware.cluster import ClusterSpec, task_to_rank
 from simdist.graph._sim.clients import current_client
 from simdist.training.input_pipeline import loader_trainer
 from course.lessons import Check, CheckFailed, tr
 
-DIFFICULTY = {"choose_pipeline": 2, "padded_batch_shape": 1, "aggregator": 3}
+DIFFICULTY = {"choose_pipeline": 2, "padded_batch_shape": 1, "aggregator": 3,
+              "choose_capacity": 2}
 
 # -- exercise 1 ------------------------------------------------------------------------------
 
@@ -226,6 +228,91 @@ def check_slow_predictor(module):
             f"{last / 1e6:.1f} ms)")
 
 
+
+# -- exercise 4 (and pipeline_mpi.py) --------------------------------------------------------
+
+#: exercise 4's loader_trainer: one fast reader whose rare stalls are long (5 ms, one read in
+#: about 33), and a trainer of 800 us a step
+STALLS = {"loader_threads": 1, "read_us": 20, "stall_us": 5000, "stall_probability": 0.03,
+          "train_us": 800, "batch": 2, "steps": 30, "seed": 3}
+STALL_STARVED_AT_MOST = 0.02
+STALL_CAPACITIES = (2, 4, 8, 16, 32, 64)
+#: the tasks of loader_trainer in the order they are spread over MPI ranks, and their roles
+PIPELINE_TASKS = {"ps:0": "the queue", "worker:0": "the trainer", "worker:1": "the loader"}
+
+
+def valid_capacity(capacity) -> int:
+    """``choose_capacity``'s answer if it is one of ``STALL_CAPACITIES``, else CheckFailed."""
+    if (not isinstance(capacity, int) or isinstance(capacity, bool)
+            or capacity not in STALL_CAPACITIES):
+        raise CheckFailed(f"choose_capacity returned {capacity!r}, expected one of "
+                          f"{STALL_CAPACITIES}", tr("return the queue's capacity, an int",
+                                                    "返回队列的容量，一个整数"))
+    return int(capacity)
+
+
+def capacity_runs(capacity: int) -> list[int]:
+    """The capacities the check of ``capacity`` runs: it, and half of it (which must not do)."""
+    return [capacity] + ([capacity // 2] if capacity > STALL_CAPACITIES[0] else [])
+
+
+def run_stalls(capacity: int, transport=None):
+    """``STALLS`` with this capacity: the PipelineRun; with ``transport`` (an MPITransport)
+    its three tasks on the ranks, and None on every rank but 0."""
+    try:
+        return loader_trainer(capacity=capacity, transport=transport, **STALLS)
+    finally:
+        sim.stop_all_servers()
+
+
+def longest_step_ns(run) -> int:
+    """The trainer's longest step (a stall that reached it)."""
+    return max(b - a for a, b in zip([0] + run.step_ends, run.step_ends))
+
+
+def describe_stalls(capacity: int, run) -> str:
+    return (f"capacity {capacity}: the trainer starved {run.starved_fraction:.1%}, its "
+            f"longest step {longest_step_ns(run) / 1e6:.2f} ms")
+
+
+def verify_capacity(capacity: int, runs: dict) -> str:
+    """``runs`` ({capacity: PipelineRun}, those of ``capacity_runs``) against exercise 4:
+    the learner's capacity starves the trainer less than 2%, half of it does not."""
+    mine = runs[capacity].starved_fraction
+    if mine >= STALL_STARVED_AT_MOST:
+        raise CheckFailed(
+            f"with capacity {capacity} the trainer is starved {mine:.1%} of the time (less "
+            f"than {STALL_STARVED_AT_MOST:.0%} wanted); its longest step took "
+            f"{longest_step_ns(runs[capacity]) / 1e6:.2f} ms",
+            tr("a 5 ms stall stops the only reader: the queue has to hold what the trainer "
+               "eats while it lasts", "一次 5 毫秒的停顿会让唯一的读取线程停下：队列得装下停顿期间"
+               "训练者要吃掉的全部元素"),
+            tr("a step takes a little over 0.8 ms and eats 2 elements: count the steps a "
+               "stall lasts", "一步略多于 0.8 毫秒，吃掉 2 个元素：算算一次停顿持续多少步"))
+    if len(runs) > 1:
+        half = capacity // 2
+        smaller = runs[half].starved_fraction
+        if smaller < STALL_STARVED_AT_MOST:
+            raise CheckFailed(f"capacity {half} starves the trainer only {smaller:.1%}: a "
+                              "smaller queue does it too",
+                              tr("every element the queue holds is memory on ps:0: hold one "
+                                 "stall's worth, no more", "队列里的每个元素都占用 ps:0 的内存："
+                                 "装下一次停顿的量就够了，不要更多"))
+    return (f"capacity {capacity}: starved {mine:.1%}"
+            + (f", and capacity {capacity // 2} starves it "
+               f"{runs[capacity // 2].starved_fraction:.1%}" if len(runs) > 1 else ""))
+
+
+def check_capacity(module):
+    capacity = valid_capacity(module.choose_capacity())
+    return verify_capacity(capacity, {c: run_stalls(c) for c in capacity_runs(capacity)})
+
+
+def pipeline_ranks(ranks: int) -> str:
+    """"ps:0 (the queue) on rank 0, ...": where loader_trainer's tasks run on ``ranks``."""
+    return ", ".join(f"{task} ({role}) on rank {rank}" for (task, role), rank in
+                     zip(PIPELINE_TASKS.items(), task_to_rank(len(PIPELINE_TASKS), ranks)))
+
 CHECKS = [
     Check("pipeline", "choose_pipeline",
           tr("choose_pipeline: starved < 5%, nothing cheaper",
@@ -239,4 +326,7 @@ CHECKS = [
     Check("slow", "aggregator",
           tr("aggregator: a slow predictor does not stall it",
              "aggregator：慢预测器不会拖住它"), check_slow_predictor),
+    Check("capacity", "choose_capacity",
+          tr("choose_capacity: a queue that carries the trainer through a stall",
+             "choose_capacity：能让训练者挺过一次停顿的队列"), check_capacity),
 ]

@@ -45,3 +45,17 @@ def aggregator(tf, target, prediction_queue, num_predictors, num_inputs, timeout
     longer raise ``tf.errors.DeadlineExceededError``.
     """
     raise NotImplementedError("exercise aggregator: collect the predictions with a timeout")
+
+
+def choose_capacity():
+    """Exercise 4 (★★): size a queue to the stalls it must absorb.
+
+    One loader thread reads fast (20 us) from a remote file system that, one read in about
+    33, stalls for 5 ms; the trainer's step takes 800 us and eats a batch of 2 (``loader_trainer(
+    capacity, loader_threads=1, read_us=20, stall_us=5000, stall_probability=0.03,
+    train_us=800, batch=2, steps=30, seed=3)``). Every element the queue holds is memory on
+    ps:0: return the smallest capacity among 2, 4, 8, 16, 32 and 64 with which the trainer is
+    starved less than 2% of the time. Exercise 5 runs your answer with the queue's ps, the
+    trainer and the loader on MPI ranks (``pipeline_mpi.py``).
+    """
+    raise NotImplementedError("exercise choose_capacity: return the queue's capacity")

@@ -2,19 +2,24 @@
 
 They run the learner's answers against the simulator (``simdist.graph``): the graph
 ``SyncReplicasOptimizer`` builds (its token ``Fill``), between-graph synchronous training with
-random stragglers (``simdist.training.ps_training.train_on_ps``), and a ps that fails while the
-chief saves checkpoints.
+random stragglers (``simdist.training.ps_training.train_on_ps``), a ps that fails while the
+chief saves checkpoints, and a job whose chief is the straggler (exercise 4: here in one
+process, over MPI ranks in ``straggler_mpi.py``).
 """
 
 import tempfile
+from functools import lru_cache
 
 import numpy as np
 
 import simdist.graph as sim
-from simdist.training.ps_training import train_on_ps
+from simdist.hardware.cluster import task_to_rank
+from simdist.training.ps_spec import PSTrainingSpec
+from simdist.training.ps_training import run_ps_training, train_on_ps
 from course.lessons import Check, CheckFailed, tr
 
-DIFFICULTY = {"tokens_per_step": 1, "choose_replicas_to_aggregate": 2, "resume_step": 2}
+DIFFICULTY = {"tokens_per_step": 1, "choose_replicas_to_aggregate": 2, "resume_step": 2,
+              "predict_applied": 2}
 
 # -- exercise 1 ------------------------------------------------------------------------------
 
@@ -128,6 +133,77 @@ def check_resume(module):
     return f"right for {len(FAILURES)} failures"
 
 
+
+# -- exercise 4 (and straggler_mpi.py) -------------------------------------------------------
+
+#: exercise 4's job: four workers, one of them a backup; the chief (worker 0) straggles
+SLOW_CHIEF = {"workers": 4, "replicas_to_aggregate": 3, "step_us": [2500, 1000, 1000, 1000],
+              "steps": 12}
+
+
+def run_slow_chief(transport=None):
+    """Exercise 4's job (sync): the PSTrainingRun; with ``transport`` (an MPITransport) its
+    ps and workers on the ranks, and None on every rank but 0."""
+    return run_ps_training(PSTrainingSpec(mode="sync", **SLOW_CHIEF), transport)
+
+
+def valid_applied(mine) -> dict:
+    """``predict_applied``'s answer if it is {worker: int} for workers 0-3, else CheckFailed."""
+    workers = list(range(SLOW_CHIEF["workers"]))
+    if (not isinstance(mine, dict) or sorted(mine, key=repr) != workers
+            or any(isinstance(v, bool) or not isinstance(v, int) for v in mine.values())):
+        raise CheckFailed(f"predict_applied returned {mine!r}, expected a dict {{worker: "
+                          f"gradients applied}} for the workers {workers}",
+                          tr("return e.g. {0: 10, 1: 10, 2: 10, 3: 6}: one int per worker",
+                             "返回形如 {0: 10, 1: 10, 2: 10, 3: 6} 的字典：每个工作器一个整数"))
+    return dict(sorted(mine.items()))
+
+
+def verify_applied(mine: dict, run) -> str:
+    """The learner's prediction against the accumulators' tally of exercise 4's run."""
+    counts = run.gradients_by_worker()
+    applied = {k: a for k, (a, _) in counts.items()}
+    if mine != applied:
+        aggregate, steps = SLOW_CHIEF["replicas_to_aggregate"], SLOW_CHIEF["steps"]
+        if sum(mine.values()) != aggregate * steps:
+            hint = tr(f"each global step applies exactly replicas_to_aggregate gradients: "
+                      f"{aggregate} x {steps} steps = {aggregate * steps} in all",
+                      f"每个全局步恰好应用 replicas_to_aggregate 个梯度：{aggregate} x {steps} 步 "
+                      f"= 一共 {aggregate * steps} 个")
+        elif mine[0]:
+            hint = tr("the chief's gradient comes 2.5 ms into its step, after the three "
+                      "others have made that step: it carries an old local step and is dropped",
+                      "主节点的梯度在它这一步开始 2.5 毫秒后才到，那时另外三个工作器已经凑齐了这一步："
+                      "它带的是旧的本地步，于是被丢弃")
+        else:
+            hint = tr("the three fast workers are alike: each step takes one gradient of each",
+                      "三个快的工作器情况一样：每一步各取它们一个梯度")
+        raise CheckFailed(f"you predicted {mine}; the accumulators applied {applied}", hint,
+                          tr("the backup worker is whichever is slowest, the chief too: its "
+                             "training loop and the queue runner that applies the steps are "
+                             "separate threads",
+                             "最慢的那个就是备份工作器，主节点也不例外：它的训练循环和应用每一步的"
+                             "队列运行器是两个不同的线程"))
+    return (f"{applied}: the chief's {counts[0][1]} gradients were all dropped, and the job "
+            f"reached global step {run.global_step} in {run.trained_ns / 1e6:.2f} ms")
+
+
+@lru_cache(maxsize=None)
+def slow_chief_in_process():
+    """Exercise 4's job in this process, run once for every answer checked here."""
+    return run_slow_chief()
+
+
+def check_applied(module):
+    return verify_applied(valid_applied(module.predict_applied()), slow_chief_in_process())
+
+
+def job_ranks(ranks: int) -> str:
+    """"ps:0 on rank 0, worker:0 on rank 0, ...": where exercise 4's tasks run on ``ranks``."""
+    tasks = ["ps:0"] + [f"worker:{k}" for k in range(SLOW_CHIEF["workers"])]
+    return ", ".join(f"{task} on rank {rank}"
+                     for task, rank in zip(tasks, task_to_rank(len(tasks), ranks)))
+
 CHECKS = [
     Check("tokens", "tokens_per_step",
           tr("tokens after each step", "每步之后的令牌数"), check_tokens),
@@ -136,4 +212,7 @@ CHECKS = [
     Check("resume", "resume_step",
           tr("where training resumes after a ps failure", "参数服务器故障后训练从哪一步继续"),
           check_resume),
+    Check("applied", "predict_applied",
+          tr("whose gradients are applied when the chief straggles",
+             "主节点掉队时谁的梯度被应用"), check_applied),
 ]

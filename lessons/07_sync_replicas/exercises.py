@@ -32,3 +32,15 @@ def resume_step(save_every, step_at_failure):
     on? Return an int.
     """
     raise NotImplementedError("exercise resume_step: return a global step")
+
+
+def predict_applied():
+    """Exercise 4 (★★): four workers train to global step 12 with
+    ``SyncReplicasOptimizer(opt, replicas_to_aggregate=3, total_num_replicas=4)``, and the
+    chief, worker 0, is the straggler: its steps take 2.5 ms, the others' 1 ms
+    (``train_on_ps(workers=4, mode="sync", replicas_to_aggregate=3, step_us=[2500, 1000,
+    1000, 1000], steps=12)``). How many gradients of each worker do the accumulators apply?
+    Return a dict {worker: gradients applied} for the workers 0 to 3. Exercise 5 checks it
+    with the ps and the workers on MPI ranks (``straggler_mpi.py``).
+    """
+    raise NotImplementedError("exercise predict_applied: return {worker: gradients applied}")

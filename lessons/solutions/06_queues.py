@@ -38,3 +38,12 @@ def aggregator(tf, target, prediction_queue, num_predictors, num_inputs, timeout
                     predictions.append(float(value))
             means.append(sum(predictions) / len(predictions) if predictions else None)
     return means
+
+
+def choose_capacity():
+    """The loader keeps up on average (a read and its enqueue take far less than the
+    trainer's 400 us per element), so only a stall reaches the trainer: for 5 ms the one
+    reader brings nothing while the trainer eats 2 elements a step of a little over 0.8 ms,
+    about 6 steps or 12 elements. A queue of 8 runs dry during a stall (4.0% starved), one of
+    16 carries the trainer through (0.3%)."""
+    return 16

@@ -17,3 +17,11 @@ def resume_step(save_every, step_at_failure):
     """The chief restores the newest checkpoint, the last multiple of ``save_every`` not
     after the failure: the steps since are lost."""
     return step_at_failure // save_every * save_every
+
+
+def predict_applied():
+    """Each global step applies 3 gradients, 36 in 12 steps. The three fast workers' come
+    first, one each a step; the chief's arrives 2.5 ms into its step, after the step it was
+    computed for is taken, and is dropped every time. The chief still hands out the tokens:
+    the sync_op runs in its queue runner, not in its slow training loop."""
+    return {0: 0, 1: 12, 2: 12, 3: 12}
