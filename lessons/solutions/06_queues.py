@@ -3,9 +3,9 @@
 
 def choose_pipeline():
     """(capacity, loader_threads) for checks.PIPELINE: two threads starve the trainer about
-    9% of the time even with a queue of 32 (they do not keep up on average); three keep up,
-    but a queue of 4 still runs dry in a stall (5.4%); one of 8 carries the trainer through
-    (0.5%)."""
+    15% of the time even with a queue of 32 (they do not keep up on average); three keep up,
+    but a queue of 4 still runs dry in a stall (7.0%); one of 8 carries the trainer through
+    (2.9%)."""
     return 8, 3
 
 
