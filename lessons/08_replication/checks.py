@@ -3,16 +3,20 @@
 They hold the learner's answers to the simulator: ``in_graph_training`` (one client, a
 tower per worker) and ``train_on_ps`` (a client per worker) in both update modes, for the
 clients and where the gradients are averaged; ``model_parallel`` (one network split over
-two GPUs) for when a split pays. ``towers.py`` runs the in-graph program on real TF too.
+two GPUs) for when a split pays; the master's RegisterGraph and RunGraph requests of an
+in-graph run, in one process here and over MPI ranks in ``in_graph_mpi.py``. ``towers.py``
+runs the in-graph program on real TF too.
 """
 
 import functools
 
+from simdist.hardware.cluster import ClusterSpec, task_to_rank
 from simdist.training.ps_training import train_on_ps
 from simdist.training.replication import in_graph_training, model_parallel
 from course.lessons import Check, CheckFailed, tr
 
-DIFFICULTY = {"clients_and_threads": 1, "averaging_device": 2, "split_pays": 2}
+DIFFICULTY = {"clients_and_threads": 1, "averaging_device": 2, "split_pays": 2,
+              "master_requests": 2}
 
 COMBINATIONS = (("in-graph", "sync"), ("in-graph", "async"), ("between-graph", "sync"),
                 ("between-graph", "async"))
@@ -164,6 +168,124 @@ def check_split(module):
     return f"right for {len(SPLITS)} models"
 
 
+# -- exercise 4 ------------------------------------------------------------------------------
+
+#: (workers, mode, steps) of in_graph_training: each has 4 tasks or more, so that
+#: ``mpiexec -n 4`` can spread every one of them
+REQUEST_CASES = ((3, "sync", 4), (4, "sync", 2), (4, "async", 3))
+MASTER = "worker:0"
+
+
+def request_answers(module) -> dict:
+    """The learner's ``master_requests`` for every case, each a pair of ints, else
+    CheckFailed (on every MPI rank alike, before anything is simulated)."""
+    answers = {}
+    for case in REQUEST_CASES:
+        mine = module.master_requests(*case)
+        if not (isinstance(mine, tuple) and len(mine) == 2 and all(
+                isinstance(n, int) and not isinstance(n, bool) for n in mine)):
+            raise CheckFailed(f"master_requests{case} returned {mine!r}, expected a pair of "
+                              "ints (register_graph, run_graph)",
+                              tr("return a tuple of two ints: the RegisterGraph requests, then "
+                                 "the RunGraph requests",
+                                 "返回两个整数组成的元组：先是 RegisterGraph 请求数，再是 "
+                                 "RunGraph 请求数"))
+        answers[case] = mine
+    return answers
+
+
+def run_requests_case(case, transport=None):
+    """``in_graph_training`` of one case (over ``transport``'s ranks if given): the run on
+    rank 0, None on the others."""
+    workers, mode, steps = case
+    return in_graph_training(workers=workers, mode=mode, steps=steps, transport=transport)
+
+
+def counted_requests(run) -> tuple[int, int]:
+    """(RegisterGraph, RunGraph) requests the master sent over the network: the flows
+    "RegisterGraph (...)" and "RunGraph (...)" of the run's trace from worker:0 (their
+    responses are flows "... response (...)" back to it)."""
+    flows = [f for f in run.trace.flows if f.src_pid == MASTER]
+    return (sum(f.name.startswith("RegisterGraph (") for f in flows),
+            sum(f.name.startswith("RunGraph (") for f in flows))
+
+
+@functools.lru_cache(maxsize=None)
+def simulated_requests(case) -> tuple[int, int]:
+    """``counted_requests`` of one case, simulated in this process."""
+    return counted_requests(run_requests_case(case))
+
+
+def task_ranks(workers: int, ranks: int) -> str:
+    """"worker:0 on rank 0, ..., ps:0 on rank 3": where each task of an in-graph job
+    {ps: 1, worker: workers} runs under ``mpiexec -n ranks``."""
+    tasks = [t.name for t in ClusterSpec({"ps": 1, "worker": workers}).tasks()]
+    return ", ".join(f"{t} on rank {r}" for t, r in zip(tasks, task_to_rank(len(tasks), ranks)))
+
+
+def between_ranks(run, workers: int, ranks: int) -> int:
+    """How many of the master's requests went to a task on another MPI rank (real MPI
+    messages there)."""
+    tasks = [t.name for t in ClusterSpec({"ps": 1, "worker": workers}).tasks()]
+    rank = dict(zip(tasks, task_to_rank(len(tasks), ranks)))
+    return sum(1 for f in run.trace.flows if f.src_pid == MASTER and " response" not in f.name
+               and f.name.startswith(("RegisterGraph (", "RunGraph (")) and
+               rank[f.dst_pid] != rank[MASTER])
+
+
+def _requests_hint(case, mine, real) -> str:
+    """The idea behind the likeliest wrong (register_graph, run_graph)."""
+    workers, mode, steps = case
+    (register, run), (real_register, real_run) = mine, real
+    plans = 1 if mode == "sync" else workers
+    if (register, run) == (2 * real_register, 2 * real_run):
+        return tr("count the master's requests only: each one is answered by a response from "
+                  "the worker, which is not a request",
+                  "只数主控（master）发出的请求：每个请求都有工作器发回的一个响应，响应不算请求")
+    if register == real_run or register == run:
+        return tr("RegisterGraph goes once per plan, on its first run; the plan's later runs "
+                  "only send RunGraph",
+                  "RegisterGraph 每个计划只发一次，在它第一次运行时；之后的运行只发 RunGraph")
+    if (register, run) == (real_register + plans, real_run + plans * steps):
+        return tr("the master's own task, worker:0, gets its partitions without a message: "
+                  "only the other tasks' requests cross the network",
+                  "主控所在的任务 worker:0 拿到自己的分区不需要消息：只有发给其他任务的请求才走网络")
+    if mode == "async" and (register, run) == (workers, workers * steps):
+        return tr("asynchronous: each tower's train op is a plan of its own, and its parts sit "
+                  "on ps:0 and on its tower's worker; each thread runs its own plan",
+                  "异步：每个塔的训练操作是一个独立的计划，它的分区在 ps:0 和该塔的工作器上；"
+                  "每个线程运行自己的计划")
+    if mode == "sync" and (register, run) == (workers - 1, (workers - 1) * steps):
+        return tr("the ps holds w and the average: it has a partition of the plan too",
+                  "参数服务器上有 w 和求平均的操作：计划也有它的一个分区")
+    return tr("per plan, count the tasks other than worker:0 that hold one of its partitions: "
+              "one RegisterGraph each on the plan's first run, one RunGraph each on every run",
+              "对每个计划，数一数除 worker:0 之外、持有它某个分区的任务：计划第一次运行时每个任务"
+              "一个 RegisterGraph，之后每次运行每个任务一个 RunGraph")
+
+
+def verify_requests(answers: dict, measured: dict) -> str:
+    """Every case's answer against the requests counted in its run, else CheckFailed."""
+    for case in REQUEST_CASES:
+        mine, real = answers[case], measured[case]
+        if mine == real:
+            continue
+        raise CheckFailed(
+            f"master_requests{case} returned {mine!r}; the master sent {real[0]} RegisterGraph "
+            f"and {real[1]} RunGraph requests", _requests_hint(case, mine, real),
+            tr("look at the flows of in_graph_training(...).trace from worker:0 named "
+               "'RegisterGraph (...)' and 'RunGraph (...)': each names its plan's graph or "
+               "the step, and goes to the task that holds a partition",
+               "看 in_graph_training(...).trace 里从 worker:0 发出、名为 'RegisterGraph (...)' "
+               "和 'RunGraph (...)' 的流：每条都写明它的计划图或步，发往持有分区的任务"))
+    return "right for " + ", ".join(f"{w} workers {m}" for w, m, _ in REQUEST_CASES)
+
+
+def check_requests(module):
+    answers = request_answers(module)
+    return verify_requests(answers, {case: simulated_requests(case) for case in REQUEST_CASES})
+
+
 CHECKS = [
     Check("clients", "clients_and_threads",
           tr("client programs and threads of each combination",
@@ -172,4 +294,7 @@ CHECKS = [
           tr("where the gradients are averaged", "梯度在哪里求平均"), check_averaging),
     Check("split", "split_pays",
           tr("when model parallelism pays", "模型并行什么时候划算"), check_split),
+    Check("requests", "master_requests",
+          tr("the master's RegisterGraph and RunGraph requests",
+             "主控发出的 RegisterGraph 和 RunGraph 请求"), check_requests),
 ]

@@ -31,3 +31,16 @@ def split_pays(architecture, layers, layer_us, transfer_us):
     split run a forward pass faster than one GPU? Return True or False.
     """
     raise NotImplementedError("exercise split_pays: return True or False")
+
+
+def master_requests(workers, mode, steps):
+    """Exercise 4 (★★): ``in_graph_training(workers, mode, steps)`` on a cluster {ps: 1,
+    worker: ``workers``}: one client on worker:0, whose master partitions each plan it runs
+    (sync: one train op run by one thread; async: a train op per tower, each run by its own
+    thread) and sends the other tasks their parts. While the threads train (``steps`` runs
+    each; the initialization before and the read of the global step after do not count), how
+    many RegisterGraph requests and how many RunGraph requests does the master send over the
+    network (requests only, not the responses)? Return a pair of ints
+    ``(register_graph, run_graph)``.
+    """
+    raise NotImplementedError("exercise master_requests: return (register_graph, run_graph)")

@@ -4,16 +4,20 @@ Each runs between-graph training on the simulated cluster
 (``simdist.training.ps_training.train_on_ps``) and measures what the learner predicted or
 decided: the bytes through a ps NIC per round of updates, the busiest ps NIC's load with the
 learner's number of ps tasks, and the gradients averaged per second with the learner's
-number of backup workers. A measurement is the same every time (the simulator is
-deterministic), so each is made once per process.
+number of backup workers; and, with float16 gradients, the busiest ps NIC's load again
+(in one process here, over MPI ranks in ``ps_nic_mpi.py``). A measurement is the same every
+time (the simulator is deterministic), so each is made once per process.
 """
 
 from functools import lru_cache
 
-from simdist.training.ps_training import train_on_ps
+from simdist.hardware.cluster import ClusterSpec, task_to_rank
+from simdist.training.ps_spec import PSTrainingSpec
+from simdist.training.ps_training import run_ps_training, train_on_ps
 from course.lessons import Check, CheckFailed, tr
 
-DIFFICULTY = {"ps_nic_bytes": 1, "choose_ps_shards": 2, "backup_workers_for_throughput": 2}
+DIFFICULTY = {"ps_nic_bytes": 1, "choose_ps_shards": 2, "backup_workers_for_throughput": 2,
+              "choose_ps_for_float16": 2}
 
 BYTES = {"float32": 4, "float16": 2}
 
@@ -191,6 +195,98 @@ def check_backups(module):
     return f"{mine} backup workers: {rate:,.0f} gradients averaged per second"
 
 
+# -- exercise 4 ------------------------------------------------------------------------------
+
+#: half exercise 2's model and compute (the same loads, half the simulated time: a quicker
+#: run under mpiexec), float16 gradients
+FLOAT16 = {"workers": 4, "mode": "async", "steps": 8, "features": 500_000, "examples": 2,
+           "step_us": (500,) * 4, "gradient_dtype": "float16"}
+FLOAT16_AT_MOST = 0.45
+
+
+def float16_answer(module) -> int:
+    """The learner's ``choose_ps_for_float16``, an int 1..MOST_PS, else CheckFailed (on
+    every MPI rank alike, before anything is simulated)."""
+    mine = module.choose_ps_for_float16()
+    if not _is_int(mine) or not 1 <= mine <= MOST_PS:
+        raise CheckFailed(f"choose_ps_for_float16 returned {mine!r}, expected an int "
+                          f"1..{MOST_PS}", tr("return the number of ps tasks",
+                                              "返回参数服务器任务的个数"))
+    return mine
+
+
+def float16_cases(mine: int) -> tuple[int, ...]:
+    """The numbers of ps tasks the check runs: the learner's, and one fewer."""
+    return tuple(p for p in (mine, mine - 1) if p >= 1)
+
+
+def run_float16(ps, transport=None):
+    """``FLOAT16`` on ``ps`` ps tasks (over ``transport``'s ranks if given): the run on rank
+    0, None on the others."""
+    return run_ps_training(PSTrainingSpec(ps=ps, **FLOAT16), transport)
+
+
+def busiest_ps(run):
+    """The NicLoad of the busiest ps NIC of a run (its busier direction decides)."""
+    return max((load for task, load in run.nic_loads().items() if task.startswith("ps:")),
+               key=lambda load: load.busy)
+
+
+@lru_cache(maxsize=None)
+def float16_load(ps):
+    """``busiest_ps`` of ``FLOAT16`` on ``ps`` ps tasks, simulated in this process."""
+    return busiest_ps(run_float16(ps))
+
+
+def task_ranks(ps: int, ranks: int) -> str:
+    """"rank 0: worker:0, worker:1; rank 1: ...": the tasks of {ps, worker: 4} that each MPI
+    rank runs under ``mpiexec -n ranks``."""
+    tasks = [t.name for t in ClusterSpec({"ps": ps, "worker": FLOAT16["workers"]}).tasks()]
+    on = task_to_rank(len(tasks), ranks)
+    return "; ".join(f"rank {r}: " + ", ".join(t for t, at in zip(tasks, on) if at == r)
+                     for r in range(ranks))
+
+
+def _load_text(ps, load) -> str:
+    return (f"with {ps} ps task{'s' if ps > 1 else ''} the busiest ps NIC is busy "
+            f"{load.busy:.0%} of the time (out {load.busy_out:.0%}, in {load.busy_in:.0%})")
+
+
+def verify_float16(mine: int, load_of) -> str:
+    """The learner's number of ps tasks against the busiest ps NIC's load with it and, if
+    that is low enough, with one fewer (``load_of(ps)``: a NicLoad, None for 0), else
+    CheckFailed."""
+    load = load_of(mine)
+    if load.busy > FLOAT16_AT_MOST:
+        raise CheckFailed(
+            f"{_load_text(mine, load)}; at most {FLOAT16_AT_MOST:.0%} wanted",
+            tr("float16 halves the pushes only: every pull still carries the float32 weights, "
+               "so the egress is the busier direction; and a worker whose push is shorter comes "
+               "back for the weights sooner",
+               "float16 只减半了推送：每次拉取仍是 float32 的权重，所以流出方向更忙；"
+               "而且推送变短之后，工作器会更早回来拉取权重"),
+            tr("one worker alone makes an update every 3.75 ms, and its pull is still 2 MB of "
+               "float32 weights, 1.6 ms on the wire: 4 x 1.6 / 3.75 = 1.71 NICs' worth of "
+               "egress, to share among the ps tasks",
+               "单个工作器每 3.75 毫秒完成一次更新，而它每次拉取的仍是 2 MB 的 float32 权重，"
+               "在线路上要 1.6 毫秒：4 x 1.6 / 3.75 = 共 1.71 块网卡的流出负载，"
+               "由各个参数服务器分担"))
+    fewer = load_of(mine - 1)
+    if fewer is not None and fewer.busy <= FLOAT16_AT_MOST:
+        keep = "tasks also keep" if mine > 2 else "task also keeps"
+        raise CheckFailed(
+            f"{mine - 1} ps {keep} every ps NIC at most {FLOAT16_AT_MOST:.0%} busy "
+            f"({fewer.busy:.0%})",
+            tr("the fewest that do: every ps task is one more machine to pay for",
+               "够用即可，越少越好：每个参数服务器任务都要多占一台机器"))
+    return _load_text(mine, load) + (f"; with {mine - 1}, {fewer.busy:.0%}" if fewer else "")
+
+
+def check_float16(module):
+    mine = float16_answer(module)
+    return verify_float16(mine, lambda ps: float16_load(ps) if ps >= 1 else None)
+
+
 CHECKS = [
     Check("bytes", "ps_nic_bytes",
           tr("bytes through a ps NIC per round of updates", "每轮更新经过参数服务器网卡的字节数"),
@@ -201,4 +297,7 @@ CHECKS = [
     Check("backups", "backup_workers_for_throughput",
           tr("backup workers for the most gradients per second", "每秒梯度最多时的备份工作器个数"),
           check_backups),
+    Check("float16", "choose_ps_for_float16",
+          tr("ps tasks for float16 gradients, each NIC at most 45% busy",
+             "float16 梯度下让每块网卡至多 45% 忙的参数服务器个数"), check_float16),
 ]

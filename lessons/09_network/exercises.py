@@ -34,3 +34,13 @@ def backup_workers_for_throughput():
     with which the steps average the most gradients per second.
     """
     raise NotImplementedError("exercise backup_workers_for_throughput: return an int 0..5")
+
+
+def choose_ps_for_float16():
+    """Exercise 4 (★★): four workers train a dense model of 500,000 float32 weights (2 MB)
+    asynchronously and send float16 gradients (``train_on_ps(workers=4, mode="async",
+    steps=8, features=500_000, examples=2, step_us=(500,) * 4, gradient_dtype="float16",
+    ps=P)``, 10 GbE, 0.5 ms of compute per step). Return the fewest ps tasks P with which
+    every ps NIC is busy at most 45% of the training time (in its busier direction).
+    """
+    raise NotImplementedError("exercise choose_ps_for_float16: return an int 1..8")

@@ -22,3 +22,13 @@ def split_pays(architecture, layers, layer_us, transfer_us):
     if architecture == "dense":
         return False
     return 2 * transfer_us + layers / 2 * layer_us < layers * layer_us
+
+
+def master_requests(workers, mode, steps):
+    """A plan's partitions are registered once, each run sends RunGraph once, to every task
+    other than the master's own (worker:0, whose part needs no message). Sync: one plan on
+    ps:0 and every worker, so ``workers`` tasks to reach. Async: a plan per tower, on ps:0,
+    its tower's worker and worker:0 (the learning rate, the fetched loss): tower 0's reaches
+    ps:0 only, each other tower's ps:0 and its worker, ``2 * workers - 1`` in all."""
+    reached = workers if mode == "sync" else 2 * workers - 1
+    return reached, reached * steps

@@ -134,7 +134,12 @@ NOTEBOOK_TEXT = ["4 MB per update in each direction: 3.2 ms on the wire",
                  "sparse         221 bytes in",
                  "1 backup workers: ",
                  "2 ps: real TF",
-                 "not done yet: exercise ps_nic_bytes"]
+                 "not done yet: exercise ps_nic_bytes",
+                 # section 8 and exercises 4-5: simdist ps and exercise 5 over MPI ranks
+                 "async training: global step 12 after",
+                 "the same trace on 1 and 4 MPI ranks, byte for byte: True",
+                 "not done yet: exercise choose_ps_for_float16",
+                 "ps_nic_mpi: ✗ not done yet: exercise choose_ps_for_float16"]
 
 
 @pytest.mark.notebook
