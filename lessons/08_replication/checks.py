@@ -241,7 +241,7 @@ def _requests_hint(case, mine, real) -> str:
     if (register, run) == (2 * real_register, 2 * real_run):
         return tr("count the master's requests only: each one is answered by a response from "
                   "the worker, which is not a request",
-                  "只数主控（master）发出的请求：每个请求都有工作器发回的一个响应，响应不算请求")
+                  "只数 master 发出的请求：每个请求都有工作器发回的一个响应，响应不算请求")
     if register == real_run or register == run:
         return tr("RegisterGraph goes once per plan, on its first run; the plan's later runs "
                   "only send RunGraph",
@@ -249,7 +249,7 @@ def _requests_hint(case, mine, real) -> str:
     if (register, run) == (real_register + plans, real_run + plans * steps):
         return tr("the master's own task, worker:0, gets its partitions without a message: "
                   "only the other tasks' requests cross the network",
-                  "主控所在的任务 worker:0 拿到自己的分区不需要消息：只有发给其他任务的请求才走网络")
+                  "master 所在的任务 worker:0 拿到自己的分区不需要消息：只有发给其他任务的请求才走网络")
     if mode == "async" and (register, run) == (workers, workers * steps):
         return tr("asynchronous: each tower's train op is a plan of its own, and its parts sit "
                   "on ps:0 and on its tower's worker; each thread runs its own plan",
@@ -296,5 +296,5 @@ CHECKS = [
           tr("when model parallelism pays", "模型并行什么时候划算"), check_split),
     Check("requests", "master_requests",
           tr("the master's RegisterGraph and RunGraph requests",
-             "主控发出的 RegisterGraph 和 RunGraph 请求"), check_requests),
+             "master 发出的 RegisterGraph 和 RunGraph 请求"), check_requests),
 ]
