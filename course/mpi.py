@@ -11,6 +11,7 @@ does the job end with ``MPI_Abort``: nothing else can stop them.
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 from typing import Callable
@@ -82,3 +83,31 @@ def check_failed_text(error: CheckFailed) -> str:
     lang = language()
     text = f"{error.message}\n{WORDS[lang]['hint']}: {localize(error.hint, lang)}"
     return text + (f"\n      {localize(error.detail, lang)}" if error.detail else "")
+
+
+def exercise_path(argv, here: Path, doc: str, function: str) -> Path:
+    """The learner's file an ``mpiexec`` exercise of lesson folder ``here`` runs: its
+    ``my_exercises/`` copy, ``--solution`` (the reference) or ``--file PATH``."""
+    from course.lessons import solution_path
+    from course.workspace import exercise_file
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--solution", dest="file", action="store_const",
+                        const=str(solution_path(here)), help="use the reference solution")
+    parser.add_argument("--file", metavar="PATH",
+                        help=f"use {function} from this file (default: your my_exercises/ "
+                             "copy)")
+    parser.set_defaults(file=str(exercise_file(here)))
+    return Path(parser.parse_args(argv).file)
+
+
+def verdict(lines: list, verify: Callable[[], str], success: str) -> tuple[str, bool]:
+    """A report's ``lines`` and its last one: "✓ ``success``: " and what ``verify()`` says,
+    or "✗" and the check that failed (its hint in the learner's language)."""
+    try:
+        detail = verify()
+    except CheckFailed as failed:
+        lines.append("  ✗ " + check_failed_text(failed).replace("\n", "\n      "))
+        return "\n".join(lines), False
+    lines.append(f"  ✓ {success}: {detail}")
+    return "\n".join(lines), True

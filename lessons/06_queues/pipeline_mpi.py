@@ -14,13 +14,11 @@ decides when it arrives, so the figures are those of one process. Rank 0 checks 
 ends normally, without MPI_Abort).
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-from course.lessons import CheckFailed, load_module, solution_path, tr
-from course.mpi import check_failed_text, failure_text, run_exercise
-from course.workspace import exercise_file
+from course.lessons import CheckFailed, load_module, tr
+from course.mpi import exercise_path, failure_text, run_exercise, verdict
 from simdist.sim.transports import MPITransport
 
 HERE = Path(__file__).resolve().parent
@@ -43,14 +41,7 @@ def same_on_every_rank(transport, capacity):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--solution", dest="file", action="store_const",
-                        const=str(solution_path(HERE)), help="use the reference solution")
-    parser.add_argument("--file", metavar="PATH",
-                        help="use choose_capacity from this file (default: your my_exercises/ "
-                             "copy)")
-    parser.set_defaults(file=str(exercise_file(HERE)))
-    path = Path(parser.parse_args(argv).file)
+    path = exercise_path(argv, HERE, __doc__, "choose_capacity")
     checks = load_module(HERE / "checks.py")
     transport = MPITransport()
     chosen = []
@@ -64,13 +55,8 @@ def main(argv=None) -> int:
         lines = [f"pipeline_mpi: choose_capacity from {path.name}; loader_trainer's 3 tasks "
                  f"over {transport.size} MPI rank(s) ({checks.pipeline_ranks(transport.size)})"]
         lines += ["  " + checks.describe_stalls(c, run) for c, run in runs.items()]
-        try:
-            detail = checks.verify_capacity(chosen[0], runs)
-        except CheckFailed as failed:
-            lines.append("  ✗ " + check_failed_text(failed).replace("\n", "\n      "))
-            return "\n".join(lines), False
-        lines.append(f"  ✓ the queue carries the trainer through a stall: {detail}")
-        return "\n".join(lines), True
+        return verdict(lines, lambda: checks.verify_capacity(chosen[0], runs),
+                       f"the queue carries the trainer through a stall")
 
     return run_exercise(transport, run, report, lambda e: failure_text(e, path, "06"),
                         "pipeline_mpi")

@@ -15,27 +15,18 @@ gathers the accumulators' tally and checks your prediction; the exit code is 1 w
 wrong (the job ends normally, without MPI_Abort).
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-from course.lessons import CheckFailed, load_module, solution_path
-from course.mpi import check_failed_text, failure_text, run_exercise
-from course.workspace import exercise_file
+from course.lessons import load_module
+from course.mpi import exercise_path, failure_text, run_exercise, verdict
 from simdist.sim.transports import MPITransport
 
 HERE = Path(__file__).resolve().parent
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--solution", dest="file", action="store_const",
-                        const=str(solution_path(HERE)), help="use the reference solution")
-    parser.add_argument("--file", metavar="PATH",
-                        help="use predict_applied from this file (default: your my_exercises/ "
-                             "copy)")
-    parser.set_defaults(file=str(exercise_file(HERE)))
-    path = Path(parser.parse_args(argv).file)
+    path = exercise_path(argv, HERE, __doc__, "predict_applied")
     checks = load_module(HERE / "checks.py")
     transport = MPITransport()
     predicted = []
@@ -48,13 +39,8 @@ def main(argv=None) -> int:
         lines = [f"straggler_mpi: predict_applied from {path.name}; 1 ps and 4 workers over "
                  f"{transport.size} MPI rank(s) ({checks.job_ranks(transport.size)})"]
         lines += [line for line in run.describe() if line.startswith("  worker ")]
-        try:
-            detail = checks.verify_applied(predicted[0], run)
-        except CheckFailed as failed:
-            lines.append("  ✗ " + check_failed_text(failed).replace("\n", "\n      "))
-            return "\n".join(lines), False
-        lines.append(f"  ✓ your prediction is the accumulators' tally: {detail}")
-        return "\n".join(lines), True
+        return verdict(lines, lambda: checks.verify_applied(predicted[0], run),
+                       f"your prediction is the accumulators' tally")
 
     return run_exercise(transport, run, report, lambda e: failure_text(e, path, "07"),
                         "straggler_mpi")

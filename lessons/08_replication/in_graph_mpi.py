@@ -14,27 +14,18 @@ Rank 0 counts the requests in the trace and checks your answers; the exit code i
 check fails (the job ends normally, without MPI_Abort).
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-from course.mpi import check_failed_text, failure_text, run_exercise
-from course.lessons import CheckFailed, load_module, solution_path
+from course.mpi import exercise_path, failure_text, run_exercise, verdict
+from course.lessons import load_module
 from simdist.sim.transports import MPITransport
-from course.workspace import exercise_file
 
 HERE = Path(__file__).resolve().parent
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--solution", dest="file", action="store_const",
-                        const=str(solution_path(HERE)), help="use the reference solution")
-    parser.add_argument("--file", metavar="PATH",
-                        help="use master_requests from this file (default: your my_exercises/ "
-                             "copy)")
-    parser.set_defaults(file=str(exercise_file(HERE)))
-    path = Path(parser.parse_args(argv).file)
+    path = exercise_path(argv, HERE, __doc__, "master_requests")
     checks = load_module(HERE / "checks.py")
     transport = MPITransport()
 
@@ -57,13 +48,8 @@ def main(argv=None) -> int:
                          f"RegisterGraph and {run_graph} RunGraph requests, "
                          f"{checks.between_ranks(run, workers, ranks)} of the "
                          f"{register + run_graph} to a task on another rank")
-        try:
-            detail = checks.verify_requests(answers, measured)
-        except CheckFailed as failed:
-            lines.append("  ✗ " + check_failed_text(failed).replace("\n", "\n      "))
-            return "\n".join(lines), False
-        lines.append(f"  ✓ your predictions match the requests counted on rank 0: {detail}")
-        return "\n".join(lines), True
+        return verdict(lines, lambda: checks.verify_requests(answers, measured),
+                       f"your predictions match the requests counted on rank 0")
 
     return run_exercise(transport, run, report, lambda e: failure_text(e, path, "08"),
                         "in_graph_mpi")

@@ -15,27 +15,18 @@ NICs decide when they arrive. Rank 0 reads every ps NIC's load from the trace
 ends normally, without MPI_Abort).
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-from course.mpi import check_failed_text, failure_text, run_exercise
-from course.lessons import CheckFailed, load_module, solution_path
+from course.mpi import exercise_path, failure_text, run_exercise, verdict
+from course.lessons import load_module
 from simdist.sim.transports import MPITransport
-from course.workspace import exercise_file
 
 HERE = Path(__file__).resolve().parent
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--solution", dest="file", action="store_const",
-                        const=str(solution_path(HERE)), help="use the reference solution")
-    parser.add_argument("--file", metavar="PATH",
-                        help="use choose_ps_for_float16 from this file (default: your "
-                             "my_exercises/ copy)")
-    parser.set_defaults(file=str(exercise_file(HERE)))
-    path = Path(parser.parse_args(argv).file)
+    path = exercise_path(argv, HERE, __doc__, "choose_ps_for_float16")
     checks = load_module(HERE / "checks.py")
     transport = MPITransport()
 
@@ -53,14 +44,9 @@ def main(argv=None) -> int:
             loads[ps] = checks.busiest_ps(run)
             lines.append(f"  {ps} ps ({checks.task_ranks(ps, ranks)}): the busiest ps NIC "
                          f"busy {loads[ps].busy_out:.0%} out, {loads[ps].busy_in:.0%} in")
-        try:
-            detail = checks.verify_float16(mine, loads.get)
-        except CheckFailed as failed:
-            lines.append("  ✗ " + check_failed_text(failed).replace("\n", "\n      "))
-            return "\n".join(lines), False
-        lines.append(f"  ✓ the fewest ps tasks that keep every ps NIC at most "
-                     f"{checks.FLOAT16_AT_MOST:.0%} busy: {detail}")
-        return "\n".join(lines), True
+        return verdict(lines, lambda: checks.verify_float16(mine, loads.get),
+                       "the fewest ps tasks that keep every ps NIC at most "
+                       f"{checks.FLOAT16_AT_MOST:.0%} busy")
 
     return run_exercise(transport, run, report, lambda e: failure_text(e, path, "09"),
                         "ps_nic_mpi")

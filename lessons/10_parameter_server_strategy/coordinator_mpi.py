@@ -13,27 +13,18 @@ as real MPI messages while the cost model decides when they arrive. Rank 0 check
 count; the exit code is 1 when a check fails (the job ends normally, without MPI_Abort).
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-from course.mpi import check_failed_text, failure_text, run_exercise
-from course.lessons import CheckFailed, load_module, solution_path
+from course.mpi import exercise_path, failure_text, run_exercise, verdict
+from course.lessons import load_module
 from simdist.sim.transports import MPITransport
-from course.workspace import exercise_file
 
 HERE = Path(__file__).resolve().parent
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--solution", dest="file", action="store_const",
-                        const=str(solution_path(HERE)), help="use the reference solution")
-    parser.add_argument("--file", metavar="PATH",
-                        help="use register_functions from this file (default: your "
-                             "my_exercises/ copy)")
-    parser.set_defaults(file=str(exercise_file(HERE)))
-    path = Path(parser.parse_args(argv).file)
+    path = exercise_path(argv, HERE, __doc__, "register_functions")
     checks = load_module(HERE / "checks.py")
     transport = MPITransport()
     job = {}
@@ -48,13 +39,8 @@ def main(argv=None) -> int:
         lines = [f"coordinator_mpi: register_functions from {path.name}; a chief, 2 workers "
                  f"and 1 ps over {ranks} MPI rank(s) ({checks.task_ranks(ranks)})",
                  f"  registered on every rank: {', '.join(job['registered'])}"]
-        try:
-            detail = checks.verify_labels(result, job["name"])
-        except CheckFailed as failed:
-            lines.append("  ✗ " + check_failed_text(failed).replace("\n", "\n      "))
-            return "\n".join(lines), False
-        lines.append(f"  ✓ the workers found {job['name']} and dataset_fn by name: {detail}")
-        return "\n".join(lines), True
+        return verdict(lines, lambda: checks.verify_labels(result, job["name"]),
+                       f"the workers found {job['name']} and dataset_fn by name")
 
     return run_exercise(transport, run, report, lambda e: failure_text(e, path, "10"),
                         "coordinator_mpi")
