@@ -110,9 +110,9 @@ class Session:
         plan = self.master.client_graph(ops, placement, list(feeds), tensors, targets,
                                         self.runtimes[self.default_task].devices()[0])
         stats = StepStats() if options.trace_level > RunOptions.NO_TRACE else None
-        run = MasterRun(plan, self.runtimes, feeds, [t for t in tensors],
-                            options.timeout_in_ms or self.config.operation_timeout_in_ms,
-                            daemon=client is not None and client.daemon, step_stats=stats)
+        run = MasterRun(plan, feeds, [t for t in tensors],
+                        options.timeout_in_ms or self.config.operation_timeout_in_ms,
+                        daemon=client is not None and client.daemon, step_stats=stats)
         world = self.world()
         in_client = client is not None
         if in_client and client.world is not world:

@@ -20,9 +20,9 @@ from simdist.graph._sim.worker import RunGraphRequest
 class MasterRun:
     """One ``Session.run`` of the master's plan ``plan`` (``master.ClientGraph``)."""
 
-    def __init__(self, plan, runtimes, feeds: dict, fetches: list, timeout_ms: int = 0,
+    def __init__(self, plan, feeds: dict, fetches: list, timeout_ms: int = 0,
                  daemon: bool = False, step_stats=None):
-        self.plan, self.runtimes, self.feeds, self.fetches = plan, runtimes, feeds, fetches
+        self.plan, self.feeds, self.fetches = plan, feeds, fetches
         self.timeout_ns = timeout_ms * 1_000_000  # ConfigProto.operation_timeout_in_ms
         self.daemon = daemon  # a run of a daemon thread: it may be left waiting at the end
         self.step_stats = step_stats  # a StepStats to fill (RunOptions.trace_level), or None

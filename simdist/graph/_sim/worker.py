@@ -192,12 +192,9 @@ class WorkerService:
         self.steps[request.step] = executor
         return executor
 
-    def end(self, step: str) -> None:
-        self.steps.pop(step, None)
-
     def span(self, request: RunGraphRequest, start: int) -> None:
         """This task's part of the step, on its "RunGraph" lane."""
-        self.end(request.step)
+        self.steps.pop(request.step, None)
         devices = self.graphs[request.handle].devices
         self.ctx.span("RunGraph", f"RunGraph {request.step}", "partition", start,
                       self.ctx.now - start, devices=", ".join(lane_of(d) for d in devices))
