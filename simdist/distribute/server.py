@@ -86,6 +86,7 @@ class InProcessCluster:
         self.strategies: list = []  # this rank's ParameterServerStrategy objects
         self._names: dict = {}  # id(function or rule) -> its registered name
         self._env = None
+        self._waits: list = []  # (failure, the timeout it waits on before it happens)
 
     def resolver(self, ctx) -> SimpleClusterResolver:
         self._attach(ctx)
@@ -251,6 +252,16 @@ class InProcessCluster:
                 "know the failures at start: give them to InProcessCluster(failures=...)")
         self._start_failure(failure)
 
+    def end_training(self) -> list[Failure]:
+        """The coordinator's program ended (TF's job is over): the failures that have not
+        happened yet never will, and do not run simulated time on to theirs (in one process;
+        across ranks the others cannot know, and keep them). Returns them."""
+        never = [f for f, wait in self._waits if not wait.processed]
+        if self.all_local():
+            for _, wait in self._waits:
+                wait.cancel()
+        return never
+
     def _start_failure(self, f: Failure) -> None:
         state = self.state(f.task)
         self._env.process(self._failure(state, f), name=f"{f.task}/failure of {f.task}",
@@ -260,7 +271,9 @@ class InProcessCluster:
         """The failure of ``f.task`` as this rank sees it: the mirror goes down and up; a
         server on this rank loses what it holds (its instants on its "faults" lane)."""
         env = self._env
-        yield env.timeout(max(0, f.at_ns - env.now))
+        wait = env.timeout(max(0, f.at_ns - env.now))
+        self._waits.append((f, wait))
+        yield wait
         server = self.servers.get(f.task)
         if server is not None:
             server.ctx.instant("faults", "task failed", "fault", at_ns=f.at_ns)

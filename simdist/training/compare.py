@@ -21,8 +21,11 @@ PARITY_TOLERANCE = 1e-5
 
 def _describe(run: RunResult) -> str:
     ex = run.exercise
+    tasks = f"{ex.num_workers} worker(s)"
+    if "hosts" in run.metadata:  # TPUStrategy: the slice's host tasks
+        tasks = f"{run.metadata['hosts']} TPU host(s)"
     return (f"{ex.strategy}: {ex.model} on {ex.dataset}, {ex.num_replicas} replica(s) on "
-            f"{ex.num_workers} worker(s), global batch {ex.global_batch}, {ex.steps} steps, "
+            f"{tasks}, global batch {ex.global_batch}, {ex.steps} steps, "
             f"learning rate {ex.learning_rate:g}, seed {ex.seed}")
 
 
@@ -55,6 +58,9 @@ def format_run(run: RunResult) -> str:
                      + (f"; run again after a worker failed: {', '.join(again)}" if again else "")
                      + (f"; checkpoint restored {meta['restores']} time(s)"
                         if meta.get("restores") else ""))
+    for failure in meta.get("failures_never_happened", ()):
+        lines.append(f"failure {failure} never happened: training ended first, at "
+                     f"{format_ns(meta['trained_ns'])} of simulated time")
     return "\n".join(lines)
 
 

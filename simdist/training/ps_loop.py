@@ -204,7 +204,9 @@ def coordinator_loop(ctx, program: PsProgram):
         yield from evaluation.after_training(ctx, coordinator, program, final_weights))}
     times = [ctx.now // max(1, len(losses))] * len(losses)  # throughput: async steps overlap
     weights = yield from final_weights()
-    runs = {"functions": coordinator._scheduled, "restores": restores,
+    never = cluster.end_training()  # failures after the end: none happens
+    runs = {"functions": coordinator._scheduled, "restores": restores, "trained_ns": ctx.now,
+            "failures_never_happened": [str(f) for f in never],
             "ps_bytes_stored": strategy.ps_load(),
             "shards": {name: [v.device for v in getattr(var, "variables", [var])]
                        for name, var in variables.items()},

@@ -90,6 +90,7 @@ class PSTrainingRun:
     clock: str = "simulated"  # realdist's runs: "wall-clock"
     started_ns: int = 0  # when the first training run began (the initialization is over)
     gradient_counts: dict | None = None  # {worker: (applied, dropped)}, else from the trace
+    failures_never_happened: list = field(default_factory=list)  # after the workers ended
 
     @property
     def trained_ns(self) -> int:
@@ -167,6 +168,8 @@ class PSTrainingRun:
         faults = [e for e in self.trace.instants if e.cat == "fault"]
         for event in faults:
             lines.append(f"  {event.pid}: {event.name} at {event.t / 1e6:.2f} ms")
+        for failure in self.failures_never_happened:
+            lines.append(f"  failure {failure} never happened: every worker had ended")
         if self.restored_from:
             lines.append(f"  the chief restored {self.restored_from}")
         if any(self.recoveries.values()):
@@ -254,9 +257,13 @@ def _run_ps_training(spec: PSTrainingSpec) -> PSTrainingRun | None:
     ps_servers = [Server(cluster, "ps", i) for i in range(spec.ps)]
     servers = [Server(cluster, "worker", i) for i in range(spec.workers)]
     records = {k: _WorkerRecord() for k in range(spec.workers)}
+    waits, ended, never = [], set(), []
 
     def worker(k):
         run_worker(spec, k, cluster, servers[k].target, records[k])
+        ended.add(k)
+        if len(ended) == spec.workers:  # training is over: later failures never happen
+            never.extend(_cancel_failures(waits))
 
     clients = {f"worker:{k}": (lambda k=k: worker(k)) for k in range(spec.workers)}
     clients.update({f"ps:{i}": server.join for i, server in enumerate(ps_servers)})
@@ -267,7 +274,7 @@ def _run_ps_training(spec: PSTrainingSpec) -> PSTrainingRun | None:
     before = tally.copy()
     try:
         if spec.failures:
-            _schedule_failures(spec.failures, worker)
+            waits.extend(_schedule_failures(spec.failures, worker))
         try:
             simulate_clients(clients, tasks={name: name for name in clients})
             end = world.end_time()
@@ -283,7 +290,9 @@ def _run_ps_training(spec: PSTrainingSpec) -> PSTrainingRun | None:
         stop_all_servers()
     if result.trace is None:  # a rank other than 0
         return None
-    return _training_run(spec, result, records, tally)
+    run = _training_run(spec, result, records, tally)
+    run.failures_never_happened = [str(f) for f in never]
+    return run
 
 
 def _everyone(world, records: dict) -> dict:
@@ -372,14 +381,33 @@ def _first_run(record: _WorkerRecord, sess) -> None:
         record.first_run = sess.last_run.start_time
 
 
-def _schedule_failures(failures, worker) -> None:
+def _schedule_failures(failures, worker) -> list:
     """Each failure on the simulated cluster of the running servers; a failed worker
-    restarts by running its client ``worker(k)`` again."""
+    restarts by running its client ``worker(k)`` again. Returns (failure, its time, the
+    process that waits for it) of each."""
     world = _world()
+    waits = []
     for f in failures:
         job, _, index = f.task.partition(":")
         restart = (lambda k=int(index): worker(k)) if job == "worker" else None
-        world.schedule_failure(f.task, world.env.now + f.at_ns, f.down_ns, restart)
+        at = world.env.now + f.at_ns
+        world.schedule_failure(f.task, at, f.down_ns, restart)
+        process = next(reversed(world.env._live))  # the one it just started
+        waits.append((f, at, process if process.name == f"failure of {f.task}" else None))
+    return waits
+
+
+def _cancel_failures(waits) -> list:
+    """The failures of ``waits`` that have not happened yet, after every worker has ended
+    (TF's job is over): they never will, and do not run simulated time on to theirs, nor
+    fail a task's abandoned threads (in one process: across ranks the others cannot know)."""
+    world = _world()
+    never = [(f, process) for f, at, process in waits if world.env.now < at]
+    if not world.over_ranks:
+        for _, process in never:
+            if process is not None and process.target is not None:
+                process.target.cancel()  # its timeout until the failure
+    return [f for f, _ in never]
 
 
 def _training_run(spec: PSTrainingSpec, result, records: dict, tally) -> PSTrainingRun:
