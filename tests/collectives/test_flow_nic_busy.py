@@ -1,0 +1,25 @@
+"""Flow fidelity accounts each NIC's busy time as message mode does (issue 30, item 9: it
+reported every NIC 0.0 s busy): each member's bytes of each phase at the speed it ran."""
+
+import pytest
+
+from simdist.commands.cli import main
+
+
+def _nic_busy(capsys, *extra):
+    assert main(["run", "data_parallel", "--steps", "3", *extra]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()
+            if line.startswith("machine:") and " NIC " in line]
+    assert len(rows) == 4
+    return [float(row[6]) for row in rows]  # busy %
+
+
+@pytest.mark.parametrize("extra", [
+    ["--workers", "4"],
+    ["--workers", "8", "--algorithm", "hierarchical", "--tasks-per-machine", "2"],
+    ["--workers", "4", "--algorithm", "recursive-doubling"]])
+def test_flow_mode_nics_are_as_busy_as_message_mode_s(capsys, extra):
+    message = _nic_busy(capsys, *extra)
+    flow = _nic_busy(capsys, "--fidelity", "flow", *extra)
+    assert min(flow) > 10
+    assert flow == pytest.approx(message, rel=0.01)
