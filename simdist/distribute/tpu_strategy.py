@@ -13,6 +13,13 @@ is 2 x 2 chips, 8 cores, one host. What the model keeps of a real TPU:
   time is the closed form ``torus_all_reduce_ns`` (a ring along the X rings of the torus, then
   along the Y rings), booked on every core as a "cross-replica all-reduce" span. The two cores
   of a chip share its links; their exchange inside the chip is not modelled.
+- **Hosts.** A slice of more than one host (a v3-32 is 4 hosts of 8 cores) is one task per
+  host, the ``worker`` job of the cluster, as ``TPUClusterResolver`` names them: each host
+  feeds and dispatches to its own cores, and the cores' all-reduce spans the whole slice. The
+  values cross hosts as messages (each host's partial sums to every other host), while the
+  all-reduce's time stays the torus formula, counted from the moment the last host's cores
+  reach it; it ends later only if those messages arrive later (large gradients on many
+  hosts). Every host runs the same program, so hosts sit on MPI ranks like any tasks.
 - **Static shapes.** XLA compiles one program for fixed shapes: a batch that is not the first
   batch's shape (a partial last batch of a dataset batched without ``drop_remainder``) or does
   not split evenly over the cores is an InvalidArgumentError before it runs.
@@ -33,12 +40,30 @@ from simdist.distribute.values import Mirrored
 CORES_PER_CHIP = 2
 #: chips per host (a Cloud TPU v2/v3 host drives 4 chips: a v3-8 is one host)
 CHIPS_PER_HOST = 4
+#: TensorCores per host
+CORES_PER_HOST = CORES_PER_CHIP * CHIPS_PER_HOST
 #: host -> TPU dispatch of one ``tf.function`` call, ns. Teaching assumption: TF's guides give no
 #: number; tens of microseconds to a millisecond is the range of a Python-side function call
 #: plus a launch over the host's PCIe link, and 100 us makes the effect of
 #: ``steps_per_execution`` plain on this course's small models.
 HOST_LOOP_OVERHEAD_NS = 100_000
 HOST_LOOP_LANE = "host loop"
+
+
+def slice_hosts(cores: int) -> tuple[int, int]:
+    """(hosts, cores per host) of a slice of ``cores`` TensorCores: one host up to 8 cores,
+    else 8 cores on each host (a v3-32 is 4 hosts); a clear error for a slice that no TPU
+    comes as."""
+    if cores <= CORES_PER_HOST:
+        if cores > 1 and cores % CORES_PER_CHIP:
+            raise InvalidArgumentError(f"a TPU slice of {cores} cores: expected 1 or a "
+                                       f"multiple of {CORES_PER_CHIP} (two cores per chip)")
+        return 1, cores
+    if cores % CORES_PER_HOST:
+        raise InvalidArgumentError(
+            f"a TPU slice of {cores} cores spans hosts of {CORES_PER_HOST} cores (4 chips "
+            f"each): expected a multiple of {CORES_PER_HOST}, e.g. 32 for a v3-32")
+    return cores // CORES_PER_HOST, CORES_PER_HOST
 
 
 def torus_shape(chips: int) -> tuple[int, int]:
@@ -58,9 +83,9 @@ def torus_all_reduce_ns(x: int, y: int, nbytes: int, latency_ns: int, bandwidth:
 
 
 class TPUStrategy(Strategy):
-    """``tf.distribute.TPUStrategy``: one replica per TPU core of the slice (this task's
-    devices), variables mirrored on every core, gradients all-reduced over the torus, one
-    host dispatch per ``steps_per_execution`` calls of ``run``."""
+    """``tf.distribute.TPUStrategy``: one replica per TPU core of the slice (the devices of
+    its host tasks), variables mirrored on every core, gradients all-reduced over the torus,
+    one host dispatch per ``steps_per_execution`` calls of ``run`` on each host."""
 
     step_costs = ("input_pipeline_overhead_ns",)  # a DistributedDataset
 
@@ -71,22 +96,32 @@ class TPUStrategy(Strategy):
             raise InvalidArgumentError(
                 f"TPUStrategy needs TPU devices, but hardware profile "
                 f"'{ctx.hardware.system.name}' has {kind} devices: use --profile tpu-v3")
-        cores = ctx.hardware.layout.devices_per_task
-        if cores > 1 and cores % CORES_PER_CHIP:
-            raise InvalidArgumentError(f"a TPU slice of {cores} cores: expected 1 or a "
-                                       f"multiple of {CORES_PER_CHIP} (two cores per chip)")
+        local = ctx.hardware.layout.devices_per_task
+        hosts = ctx.cluster.num_tasks("worker") if ctx.task_type == "worker" else 1
+        cores = local * hosts
+        if slice_hosts(cores) != (hosts, local):
+            raise InvalidArgumentError(
+                f"TPUStrategy on {hosts} host tasks of {local} cores each: a slice of more "
+                f"than one host has {CORES_PER_HOST} cores on every host")
         for name, value, low in (("steps_per_execution", steps_per_execution, 1),
                                  ("host_loop_overhead_ns", host_loop_overhead_ns, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise InvalidArgumentError(f"{name} must be an int >= {low}, got {value!r}")
-        super().__init__(ctx, range(cores))
+        super().__init__(ctx, range(local))
         self.chips = max(1, cores // CORES_PER_CHIP)
         self.topology = torus_shape(self.chips)
-        self.hosts = math.ceil(self.chips / CHIPS_PER_HOST)
+        self.hosts = hosts
         self.steps_per_execution = steps_per_execution
         self.host_loop_overhead_ns = host_loop_overhead_ns
         self._calls = 0
+        self._reductions = 0  # all-reduces so far: the tag of each one's messages
         self._batch_shape = None
+
+    def _num_workers(self) -> int:
+        return self.hosts
+
+    def _worker_index(self) -> int:
+        return self.ctx.task_id if self.hosts > 1 else 0
 
     def __repr__(self):
         x, y = self.topology
@@ -143,24 +178,64 @@ class TPUStrategy(Strategy):
         op = ReduceOp.parse(op)
         flat, rebuild = _flatten(values)
         replicas = len(self._devices)
-        out = []
+        partial = []
         for value in flat:
             acc = value.values[0]
             for part in value.values[1:]:
                 acc = op.combine(acc, part)
-            out.append(Mirrored([op.finalize(acc, replicas)] * replicas))
+            partial.append(acc)
         nbytes = sum(np.asarray(v.values[0]).nbytes for v in flat)
-        duration = self.all_reduce_ns(nbytes) if replicas > 1 else 0
+        total = self.num_replicas_in_sync
+        duration = self.all_reduce_ns(nbytes) if total > 1 else 0
+        if self.hosts > 1:
+            partial = yield from self._across_hosts(op, partial, duration, nbytes)
+            out = [Mirrored([op.finalize(acc, total)] * replicas) for acc in partial]
+            return rebuild(out)
+        out = [Mirrored([op.finalize(acc, replicas)] * replicas) for acc in partial]
         ends = []
         for device in self._devices:
             lane = f"TPU:{device}"  # the lane of the core's compute spans
             start = self.ctx.occupy(lane, duration)
             self.ctx.span(lane, "cross-replica all-reduce", "collective", start, duration,
-                          bytes=nbytes, ici_bytes_per_chip=self.ici_bytes_per_chip(nbytes),
-                          topology=f"{self.topology[0]}x{self.topology[1]}")
+                          **self._span_args(nbytes))
             ends.append(start + duration)
         yield self.ctx.timeout(max(ends) - self.ctx.now)
         return rebuild(out)
+
+    def _across_hosts(self, op, partial: list, duration: int, nbytes: int):
+        """The slice-wide sums of this host's ``partial`` sums (``yield from``): each host
+        sends its own to every other one and adds all of them in host order, so every host
+        holds the same values. The cores' all-reduce span starts when the last host is ready
+        (its message's send time) and lasts ``duration``, or until the last message is in."""
+        ctx, me = self.ctx, self.ctx.task_id
+        tag = f"TPU all-reduce {self._reductions}"
+        self._reductions += 1
+        for host in range(self.hosts):
+            if host != me:
+                ctx.send(f"worker:{host}", tag, [np.asarray(a) for a in partial])
+        sums, ready = {me: partial}, ctx.now
+        for host in range(self.hosts):
+            if host != me:
+                msg = yield ctx.recv(f"worker:{host}", tag)
+                sums[host], ready = msg.payload, max(ready, msg.sent_at)
+        end = max(ready + duration, ctx.now)
+        for device in self._devices:
+            lane = f"TPU:{device}"
+            ctx.occupy(lane, end - ctx.now)
+            ctx.span(lane, "cross-replica all-reduce", "collective", ready, end - ready,
+                     hosts=self.hosts, **self._span_args(nbytes))
+        yield ctx.timeout(end - ctx.now)
+        out = []
+        for i in range(len(partial)):
+            acc = sums[0][i]
+            for host in range(1, self.hosts):
+                acc = op.combine(acc, sums[host][i])
+            out.append(acc)
+        return out
+
+    def _span_args(self, nbytes: int) -> dict:
+        return {"bytes": nbytes, "ici_bytes_per_chip": self.ici_bytes_per_chip(nbytes),
+                "topology": f"{self.topology[0]}x{self.topology[1]}"}
 
 
 def utilization(trace, task: str = "worker:0", lane: str = "TPU:0") -> float:
@@ -175,5 +250,5 @@ def utilization(trace, task: str = "worker:0", lane: str = "TPU:0") -> float:
     return sum(s.dur for s in spans) / max(1, end - begin)
 
 
-__all__ = ["HOST_LOOP_OVERHEAD_NS", "TPUStrategy", "torus_all_reduce_ns", "torus_shape",
+__all__ = ["CORES_PER_HOST", "HOST_LOOP_OVERHEAD_NS", "TPUStrategy", "slice_hosts", "torus_all_reduce_ns", "torus_shape",
            "utilization"]

@@ -149,61 +149,72 @@ def evaluate_exactly_once(coordinator, functions: dict, examples: int):
     return total, visits
 
 
+CHECKPOINT_TAG = "checkpoint"
+
+
 class CheckpointDirectory:
     """The ``model_dir`` that training writes checkpoints into and a side-car evaluator
-    reads: (name, step, time written, weights), shared by the tasks of one simulation."""
+    reads. The chief lists each checkpoint it writes (name, step, time its save began); a
+    checkpoint is complete when its save has read every value from the parameter servers,
+    and only then can the evaluator see it, as TF updates the directory's ``checkpoint`` file
+    last. The files reach the evaluator as a message from the chief with their values: it
+    reads them from shared storage in the same simulated time on any number of MPI ranks."""
 
     def __init__(self):
-        self.checkpoints: list[dict] = []
-        self._pending: dict = {}  # name -> the save whose reads fill its weights
+        self.checkpoints: list[dict] = []  # the chief's (on its rank)
 
     def save(self, ctx, step: int, weights, pending=None) -> None:
         """A checkpoint of ``step``: its ``weights``, or a ``pending`` save process whose
-        value they are (a dict of values, "iterations" left out, or its error)."""
-        name = f"ckpt-{len(self.checkpoints)}"
-        self.checkpoints.append({"name": name, "step": step, "at": ctx.now,
-                                 "weights": weights})
-        if pending is not None:
-            self._pending[name] = pending
-            pending.callbacks.append(lambda event, entry=self.checkpoints[-1]: self._filled(
-                entry, event.value))
-        ctx.instant(LANE, f"wrote {name}", "checkpoint", step=step)
+        value they are (a dict of values, "iterations" left out, or its error: then the
+        checkpoint is never complete)."""
+        entry = {"name": f"ckpt-{len(self.checkpoints)}", "step": step, "at": ctx.now,
+                 "weights": weights}
+        self.checkpoints.append(entry)
+        ctx.instant(LANE, f"wrote {entry['name']}", "checkpoint", step=step)
+        if pending is None:
+            self._complete(ctx, entry, weights)
+        else:
+            pending.callbacks.append(lambda event: self._complete(ctx, entry, event.value))
 
-    def _filled(self, entry: dict, values) -> None:
-        self._pending.pop(entry["name"], None)
-        if isinstance(values, dict):
-            entry["weights"] = {k: v for k, v in values.items() if k != "iterations"}
-
-    def weights_of(self, entry: dict):
-        """A checkpoint's weights, once its save is complete (``yield from``)."""
-        pending = self._pending.get(entry["name"])
-        if pending is not None and not pending.triggered:
-            yield pending
-        return entry["weights"]
-
-    def latest(self):
-        return self.checkpoints[-1] if self.checkpoints else None
+    def _complete(self, ctx, entry: dict, values) -> None:
+        if not isinstance(values, dict):
+            return  # the save failed: no complete checkpoint
+        entry["weights"] = {k: v for k, v in values.items() if k != "iterations"}
+        ctx.send("evaluator:0", CHECKPOINT_TAG, {
+            "index": np.array(self.checkpoints.index(entry)), "step": np.array(entry["step"]),
+            **{f"weights/{k}": np.asarray(v) for k, v in entry["weights"].items()}})
 
 
-def sidecar_evaluator(ctx, model, x, y, directory: CheckpointDirectory, batch_size: int,
-                      poll_ns: int, timeout_ns: int):
+def _watch(ctx, seen: list):
+    """The evaluator's view of the directory (a daemon): every complete checkpoint, in the
+    order they were completed."""
+    while True:
+        msg = yield ctx.recv("chief:0", CHECKPOINT_TAG)
+        files = msg.payload
+        seen.append({"name": f"ckpt-{int(files['index'])}", "step": int(files["step"]),
+                     "weights": {k[len("weights/"):]: v for k, v in files.items()
+                                 if k.startswith("weights/")}})
+
+
+def sidecar_evaluator(ctx, model, x, y, batch_size: int, poll_ns: int, timeout_ns: int):
     """The evaluator task's program (``SidecarEvaluator.start()``): every ``poll_ns`` look
-    at the latest checkpoint; a new one is evaluated, those written since the last one
-    evaluated are skipped; stop ``timeout_ns`` after the last new checkpoint."""
-    evaluated, skipped, metrics = [], [], {}
+    at the latest complete checkpoint; a new one is evaluated, those completed since the
+    last one evaluated are skipped; stop ``timeout_ns`` after the last new checkpoint."""
+    evaluated, skipped, metrics, seen = [], [], {}, []
+    ctx.process(_watch(ctx, seen), name="checkpoints_iterator", daemon=True)
     last, idle_since = -1, ctx.now
     while True:
         look = ctx.now
-        latest = directory.latest()
-        if latest is not None and len(directory.checkpoints) - 1 > last:
-            for missed in directory.checkpoints[last + 1:-1]:
+        if len(seen) - 1 > last:
+            latest = seen[-1]
+            for missed in seen[last + 1:-1]:
                 skipped.append(missed["name"])
                 ctx.instant(LANE, f"skipped {missed['name']}", "evaluation",
                             step=missed["step"])
-            last = len(directory.checkpoints) - 1
-            weights = yield from directory.weights_of(latest)
+            last = len(seen) - 1
             total, visits = yield from evaluate_inline(
-                ctx, model, weights, x, y, batch_size, name=f"evaluate {latest['name']}")
+                ctx, model, latest["weights"], x, y, batch_size,
+                name=f"evaluate {latest['name']}")
             evaluated.append(latest["name"])
             metrics[latest["name"]] = result("sidecar", total, visits)["metric"]
             idle_since = ctx.now
@@ -282,15 +293,10 @@ def evaluation_program(exercise: Exercise, style: str, eval_examples: int = 256,
         directory = CheckpointDirectory()
     evaluation = Evaluation(style, x, y, eval_batch, shards, directory)
     training = make_main(exercise, evaluation)
-    here = set()  # this rank's tasks (the sidecar needs them all)
 
     def main(ctx):
-        here.add(ctx.name)
         if ctx.task_type == "evaluator":
-            return sidecar_evaluator(ctx, model, x, y, directory, eval_batch, poll_ns,
-                                     timeout_ns)
-        if style == "sidecar" and ctx.task_type == "chief":  # says it once, on rank 0
-            return _one_process(ctx, here, training(ctx))
+            return sidecar_evaluator(ctx, model, x, y, eval_batch, poll_ns, timeout_ns)
         return training(ctx)
 
     def finish(run: RunResult, out) -> RunResult:
@@ -301,18 +307,6 @@ def evaluation_program(exercise: Exercise, style: str, eval_examples: int = 256,
         return run
 
     return jobs, main, finish
-
-
-def _one_process(ctx, here: set, main):
-    """``main``, once every task of the cluster is known to run in this process: the
-    side-car evaluator reads the checkpoints the chief writes through a directory both
-    share, not through messages."""
-    if len(here) < ctx.num_tasks:
-        raise InvalidArgumentError(
-            "--evaluation sidecar runs in one process: its evaluator reads the chief's "
-            "checkpoints from a directory they share, not by messages; run it without "
-            "mpiexec (or with -n 1)")
-    return (yield from main)
 
 
 def simulate_evaluation(exercise: Exercise, style: str, eval_examples: int = 256,

@@ -96,14 +96,15 @@ def _reduction(strategy: Strategy) -> str:
 
 
 def simulate_synchronous(exercise: Exercise, to_result, transport=None, trace: bool = True,
-                         catalog: HardwareCatalog | None = None):
+                         catalog: HardwareCatalog | None = None, tasks=None):
     """Simulate this module's training loop; ``to_result(exercise, result, hardware)`` of the
-    chief (None on the other MPI ranks)."""
+    chief (None on the other MPI ranks). ``tasks(exercise)`` gives the cluster and layout
+    (default: ``cluster_and_layout``)."""
     from simdist.sim.scheduler import simulate
 
     exercise.validate()
     exercise.build()  # model and dataset errors before any simulation
-    cluster, layout = cluster_and_layout(exercise)
+    cluster, layout = (tasks or cluster_and_layout)(exercise)
     hardware = Hardware.from_catalog(catalog or HardwareCatalog.default(), exercise.hardware,
                                      layout)
     result = simulate(cluster, lambda ctx: train(ctx, exercise), hardware=hardware,
