@@ -33,6 +33,16 @@ def mpi_simdist(n, args, timeout=120, cwd=None):
     return proc
 
 
+def lesson_mpi(program, ranks: int, *args, timeout: int = 120):
+    """Run a lesson's mpiexec program (``lessons/NN_slug/NAME_mpi.py``, relative to the
+    repository) on ``ranks`` ranks with ``args``: it must end without MPI_Abort, and rank 0
+    alone reports (NAME once in its output). The finished process, whatever its exit code."""
+    proc = run_mpi(ranks, [str(program), *args], timeout=timeout, cwd=ROOT)
+    assert "MPI_ABORT" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert proc.stdout.count(Path(program).stem) == 1, proc.stdout
+    return proc
+
+
 def run_notebook(notebook, monkeypatch, cell_timeout=240):
     """Execute a notebook headless with simdist from this checkout; fail on any error cell.
     Returns (the text of every output, the number of PNG images drawn)."""

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from simdist.sim.launcher import run_mpi
 
-from tests.conftest import ROOT, LessonChecks
+from tests.conftest import lesson_mpi, ROOT, LessonChecks
 
 FOLDER = ROOT / "lessons" / "06_queues"
 LESSON = LessonChecks(FOLDER)
@@ -61,10 +60,7 @@ PIPELINE_MPI = str(Path("lessons") / "06_queues" / "pipeline_mpi.py")
 
 
 def _pipeline_mpi(ranks, *args):
-    proc = run_mpi(ranks, [PIPELINE_MPI, *args], timeout=100, cwd=ROOT)
-    assert "MPI_ABORT" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    assert proc.stdout.count("pipeline_mpi") == 1, proc.stdout  # rank 0 alone reports
-    return proc
+    return lesson_mpi(PIPELINE_MPI, ranks, *args, timeout=100)
 
 
 @pytest.mark.mpi

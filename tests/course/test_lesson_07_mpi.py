@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from simdist.sim.launcher import run_mpi
 
-from tests.conftest import ROOT, LessonChecks
+from tests.conftest import lesson_mpi, ROOT, LessonChecks
 
 FOLDER = ROOT / "lessons" / "07_sync_replicas"
 LESSON = LessonChecks(FOLDER)
@@ -63,10 +62,7 @@ STRAGGLER_MPI = str(Path("lessons") / "07_sync_replicas" / "straggler_mpi.py")
 
 
 def _straggler_mpi(ranks, *args):
-    proc = run_mpi(ranks, [STRAGGLER_MPI, *args], timeout=100, cwd=ROOT)
-    assert "MPI_ABORT" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    assert proc.stdout.count("straggler_mpi") == 1, proc.stdout  # rank 0 alone reports
-    return proc
+    return lesson_mpi(STRAGGLER_MPI, ranks, *args, timeout=100)
 
 
 @pytest.mark.mpi

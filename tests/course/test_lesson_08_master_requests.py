@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from simdist.sim.launcher import run_mpi
 
-from tests.conftest import ROOT, LessonChecks
+from tests.conftest import lesson_mpi, ROOT, LessonChecks
 
 FOLDER = ROOT / "lessons" / "08_replication"
 LESSON = LessonChecks(FOLDER)
@@ -60,10 +59,7 @@ IN_GRAPH_MPI = str(Path("lessons") / "08_replication" / "in_graph_mpi.py")
 
 
 def _in_graph_mpi(ranks, *args):
-    proc = run_mpi(ranks, [IN_GRAPH_MPI, *args], timeout=120, cwd=ROOT)
-    assert "MPI_ABORT" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    assert proc.stdout.count("in_graph_mpi") == 1, proc.stdout  # rank 0 alone reports
-    return proc
+    return lesson_mpi(IN_GRAPH_MPI, ranks, *args)
 
 
 @pytest.mark.mpi

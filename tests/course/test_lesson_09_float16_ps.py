@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 
 from course.lessons import load_module
-from simdist.sim.launcher import run_mpi
 from simdist.training.ps_training import train_on_ps
 
-from tests.conftest import ROOT, LessonChecks
+from tests.conftest import lesson_mpi, ROOT, LessonChecks
 
 FOLDER = ROOT / "lessons" / "09_network"
 LESSON = LessonChecks(FOLDER)
@@ -73,10 +72,7 @@ PS_NIC_MPI = str(Path("lessons") / "09_network" / "ps_nic_mpi.py")
 
 
 def _ps_nic_mpi(ranks, *args):
-    proc = run_mpi(ranks, [PS_NIC_MPI, *args], timeout=120, cwd=ROOT)
-    assert "MPI_ABORT" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    assert proc.stdout.count("ps_nic_mpi") == 1, proc.stdout  # rank 0 alone reports
-    return proc
+    return lesson_mpi(PS_NIC_MPI, ranks, *args)
 
 
 @pytest.mark.mpi
