@@ -187,11 +187,12 @@ class CheckpointDirectory:
 
 def _watch(ctx, seen: list):
     """The evaluator's view of the directory (a daemon): every complete checkpoint, in the
-    order they were completed."""
+    order they were completed, with the time it could first see it."""
     while True:
         msg = yield ctx.recv("chief:0", CHECKPOINT_TAG)
         files = msg.payload
         seen.append({"name": f"ckpt-{int(files['index'])}", "step": int(files["step"]),
+                     "visible_at": ctx.now,
                      "weights": {k[len("weights/"):]: v for k, v in files.items()
                                  if k.startswith("weights/")}})
 
@@ -221,7 +222,8 @@ def sidecar_evaluator(ctx, model, x, y, batch_size: int, poll_ns: int, timeout_n
         elif ctx.now - idle_since >= timeout_ns:
             break
         yield ctx.timeout(max(0, look + poll_ns - ctx.now))
-    return {"evaluated": evaluated, "skipped": skipped, "metrics": metrics}
+    return {"evaluated": evaluated, "skipped": skipped, "metrics": metrics,
+            "visible_at": {c["name"]: c["visible_at"] for c in seen}}
 
 
 class Evaluation:
