@@ -124,6 +124,42 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
+def parse_count(value, what: str = "count") -> int | float:
+    """A count >= 0 with an optional SI prefix (powers of 1000): 25e6, "25M", "1.5G", "340k".
+    Returns an int when the count is whole, else a float."""
+    match = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        exact = exact_quantity(value, "B")
+    elif match and match.group(2) in _PREFIXES and match.group(2) not in ("Ki", "Mi", "Gi", "Ti"):
+        exact = exact_quantity(match.group(1) + match.group(2), "B")
+    else:
+        raise InvalidArgumentError(f"cannot read {brief(value)} as a {what}: expected a number "
+                                   "such as 25000000, 25e6 or 25M (k, M, G, T: powers of 1000)")
+    if exact < 0:
+        raise InvalidArgumentError(f"{what} {brief(value)}: expected a number >= 0")
+    return int(exact) if exact.denominator == 1 else float(exact)
+
+
+def size_option(text) -> int:
+    """argparse's ``type=`` of a size option: ``parse_size`` ("4MiB", "64K", 65536), its error
+    shown as the option's one-line error."""
+    return _option(parse_size, text)
+
+
+def count_option(text) -> int | float:
+    """argparse's ``type=`` of a count option (parameters, FLOPs): ``parse_count`` ("25M")."""
+    return _option(parse_count, text)
+
+
+def _option(parse, text):
+    import argparse  # the command line's error type; nothing else of it is used here
+
+    try:
+        return parse(text)
+    except InvalidArgumentError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 # -- printing ---------------------------------------------------------------------------------
 
 _TIME_SCALES = (("ns", 1), ("µs", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000))

@@ -8,7 +8,7 @@ from simdist.hardware.cluster import ClusterSpec
 from simdist.hardware.devices import Layout
 from simdist.base.errors import InvalidArgumentError
 from simdist.sim.payloads import Phantom
-from simdist.hardware.units import format_bytes
+from simdist.hardware.units import format_bytes, size_option
 from simdist.training.programs.program import Program
 
 #: the algorithms' options that have a command-line flag, by option name
@@ -25,8 +25,8 @@ def add_arguments(parser):
                             f"{name}: {record.summary}" for name, record in ALGORITHMS.items()))
     parser.add_argument("-p", "--participants", type=int, default=4, dest="p",
                         help="number of tasks taking part (default 4)")
-    parser.add_argument("--size", type=int, default=4 << 20,
-                        help="bytes of each task's value (default 4 MiB)")
+    parser.add_argument("--size", type=size_option, default=4 << 20,
+                        help="bytes of each task's value, e.g. 4MiB or 65536 (default 4 MiB)")
     add_layout_and_options(parser)
     parser.add_argument("--phantom", action="store_true",
                         help="size-only values (no data): for big simulated sizes")

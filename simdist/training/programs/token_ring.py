@@ -15,6 +15,7 @@ import numpy as np
 from simdist.hardware.cluster import ClusterSpec
 from simdist.hardware.devices import Layout
 from simdist.base.errors import InvalidArgumentError
+from simdist.hardware.units import size_option
 from simdist.training.programs.program import Program
 
 #: the largest token (every task holds one, and the last task a sum as large)
@@ -26,9 +27,9 @@ def add_arguments(parser):
     parser.add_argument("--tasks-per-machine", type=int, default=2,
                         help="tasks on one machine (default 2)")
     parser.add_argument("--rounds", type=int, default=2, help="laps of each token (default 2)")
-    parser.add_argument("--small-bytes", type=int, default=8,
+    parser.add_argument("--small-bytes", type=size_option, default=8,
                         help="size of the small token in bytes (default 8)")
-    parser.add_argument("--large-bytes", type=int, default=8 << 20,
+    parser.add_argument("--large-bytes", type=size_option, default=8 << 20,
                         help="size of the large token and of each pushed gradient (default 8 MiB)")
 
 
