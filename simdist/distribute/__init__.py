@@ -14,6 +14,8 @@ whole training exercise with one). A concept package: may import ``simdist.colle
 layer above it.
 """
 
+from types import SimpleNamespace
+
 from simdist.collectives import ReduceOp
 from simdist.distribute.cross_device_ops import (CollectiveAllReduce, CommunicationImplementation,
                                                  CommunicationOptions, CrossDeviceOps,
@@ -30,8 +32,16 @@ from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
 from simdist.distribute.tpu_strategy import TPUStrategy
 from simdist.distribute.sharded_variable import (FixedShardsPartitioner, IndexedSlices,
                                                  MaxSizePartitioner, MinSizePartitioner,
-                                                 ShardedVariable)
+                                                 Partitioner, ShardedVariable)
 from simdist.distribute.values import Mirrored, MirroredVariable, PerReplica
+
+#: ``tf.distribute.experimental``: ParameterServerStrategy and its ``partitioners``
+experimental = SimpleNamespace(
+    ParameterServerStrategy=ParameterServerStrategy,
+    partitioners=SimpleNamespace(Partitioner=Partitioner,
+                                 FixedShardsPartitioner=FixedShardsPartitioner,
+                                 MinSizePartitioner=MinSizePartitioner,
+                                 MaxSizePartitioner=MaxSizePartitioner))
 
 __all__ = ["CentralStorageStrategy", "ClusterCoordinator", "CollectiveAllReduce",
            "CommunicationImplementation", "CommunicationOptions", "CrossDeviceOps",
@@ -41,4 +51,5 @@ __all__ = ["CentralStorageStrategy", "ClusterCoordinator", "CollectiveAllReduce"
            "MultiWorkerMirroredStrategy", "NcclAllReduce", "OneDeviceStrategy",
            "ParameterServerStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
            "RemoteValue", "STRATEGIES", "ShardedVariable", "SimpleClusterResolver", "Strategy",
-           "StrategyRecord", "TPUStrategy", "compute_average_loss", "strategy_named"]
+           "StrategyRecord", "TPUStrategy", "compute_average_loss", "experimental",
+           "strategy_named"]

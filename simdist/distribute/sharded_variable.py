@@ -48,16 +48,29 @@ class Partitioner:
         raise NotImplementedError
 
 
+def _axis_result(shape, axis, error=IndexError) -> list:
+    """[1] per axis, or TF's error for an ``axis`` out of range (IndexError from
+    FixedShardsPartitioner and MaxSizePartitioner, ValueError from MinSizePartitioner)."""
+    if not -len(shape) <= axis < len(shape):
+        raise IndexError("list index out of range") if error is IndexError else ValueError(
+            f"Cannot partition variable along axis {axis} when shape is only {shape}")
+    return [1] * len(shape)
+
+
 class FixedShardsPartitioner(Partitioner):
-    """A fixed number of shards (no more than the rows)."""
+    """A fixed number of shards (no more than the rows). As TF, ``num_shards`` is not
+    checked here (``FixedShardsPartitioner(0)`` answers ``[0, 1]``); ParameterServerStrategy
+    refuses fewer than one shard (``num_shards`` below)."""
 
     def __init__(self, num_shards: int):
-        _positive("FixedShardsPartitioner", "num_shards", num_shards)
+        if isinstance(num_shards, bool) or not isinstance(num_shards, (int, np.integer)):
+            raise InvalidArgumentError(f"FixedShardsPartitioner: argument `num_shards` must "
+                                       f"be an int, got {brief(num_shards)}")
         self._num_shards = int(num_shards)
 
     def __call__(self, shape, dtype, axis=0):
         shape, _ = _shape_and_element_bytes("FixedShardsPartitioner", shape, dtype, 1)
-        result = [1] * len(shape)
+        result = _axis_result(shape, axis)
         result[axis] = min(self._num_shards, shape[axis])
         return result
 
@@ -77,8 +90,8 @@ class MinSizePartitioner(Partitioner):
     def __call__(self, shape, dtype, axis=0):
         shape, element = _shape_and_element_bytes("MinSizePartitioner", shape, dtype,
                                                   self._bytes_per_string)
+        result = _axis_result(shape, axis, ValueError)
         total = math.prod(shape) * element
-        result = [1] * len(shape)
         result[axis] = max(1, min(shape[axis], self._max_shards,
                                   math.ceil(total / self._min_shard_bytes)))
         return result
@@ -100,6 +113,7 @@ class MaxSizePartitioner(Partitioner):
     def __call__(self, shape, dtype, axis=0):
         shape, element = _shape_and_element_bytes("MaxSizePartitioner", shape, dtype,
                                                   self._bytes_per_string)
+        result = _axis_result(shape, axis)
         if shape[axis] == 0:  # TF divides by zero here
             raise InvalidArgumentError(f"MaxSizePartitioner: shape {shape} has no rows to "
                                        "partition")
@@ -109,7 +123,6 @@ class MaxSizePartitioner(Partitioner):
         shards = math.ceil(shape[axis] / rows_per_shard)
         if self._max_shards:
             shards = min(self._max_shards, shards)
-        result = [1] * len(shape)
         result[axis] = shards
         return result
 

@@ -54,6 +54,11 @@ from simdist.graph.session_run_hook import (SessionRunArgs, SessionRunContext, S
 from simdist.graph.sync_replicas_optimizer import SyncReplicasOptimizer
 from simdist.graph.script_ops import timed_py_func
 from simdist.graph.placement import parse_placement_log
+from simdist.graph.partitioned_variables import (PartitionedVariable,
+                                                 create_partitioned_variables,
+                                                 fixed_size_partitioner,
+                                                 min_max_variable_partitioner,
+                                                 variable_axis_size_partitioner)
 from simdist.graph.run_metadata import RunMetadata, RunOptions
 from simdist.graph.graph_def import GraphDef, NodeDef, import_graph_def
 from simdist.graph import timeline

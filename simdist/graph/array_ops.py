@@ -162,10 +162,14 @@ def gather(params, indices, name=None) -> Tensor:
                      name=name).outputs[0]
 
 
-def embedding_lookup(params, ids, name=None) -> Tensor:
+def embedding_lookup(params, ids, partition_strategy="mod", name=None) -> Tensor:
     """tf.nn.embedding_lookup of one params tensor: a gather placed with the params, as TF
-    does (``colocate_with(params)``), so only the rows looked up leave a parameter server."""
+    does (``colocate_with(params)``), so only the rows looked up leave a parameter server
+    (a PartitionedVariable: its parts, by ``partition_strategy``)."""
     from simdist.graph.graph import get_default_graph
+
+    if hasattr(params, "_embedding_lookup"):
+        return params._embedding_lookup(ids, partition_strategy, name)
 
     anchor = params if isinstance(params, Operation) else getattr(params, "op", None)
     if anchor is None:
@@ -188,7 +192,7 @@ def _gather_grad(op, g):
     if params.shape is None or None in params.shape:
         raise InvalidArgumentError(f"gather: params {params.name!r} need a fully known shape "
                                    f"for a sparse gradient, got {format_shape(params.shape)}")
-    dense_shape = constant(np.array(params.shape, np.int64), name="dense_shape")
+    dense_shape = constant(np.array(params.shape, np.int32), name="dense_shape")  # TF's int32
     return [IndexedSlices(g[0], indices, dense_shape), None]
 
 
@@ -232,8 +236,19 @@ def concat_rows(values: list) -> Tensor:
 
 register("ExpandDims", lambda op, args, rt: [args[0][..., None]], flops=no_flops,
          grad=NO_GRADIENT)
-register("ConcatV2", lambda op, args, rt: [np.concatenate(args)], flops=no_flops,
-         grad=NO_GRADIENT)
+def _concat_grad(op, g):
+    """Each input's rows of the gradient (a gather of them), for a concat along axis 0 of
+    inputs of known rows (a partitioned variable's value); none otherwise."""
+    rows = [t.shape[0] if t.shape else None for t in op.inputs]
+    if op.attrs.get("axis", 0) != 0 or None in rows:
+        return [None] * len(rows)
+    starts = np.cumsum([0] + rows)
+    return [gather(g[0], constant(np.arange(a, b, dtype=np.int32), name="concat_grad/rows"),
+                   name="concat_grad") for a, b in zip(starts, starts[1:])]
+
+
+register("ConcatV2", lambda op, args, rt: [np.concatenate(args, op.attrs.get("axis", 0))],
+         flops=no_flops, grad=_concat_grad)
 
 
 # -- Fill -------------------------------------------------------------------------------------

@@ -65,14 +65,19 @@ class Initializer:
     ``op_name`` is the name of the last op TF's initializer builds (``zeros``,
     ``random_uniform``...): simdist builds one Const of that name holding the value."""
 
-    def __init__(self, fn, name, op_name=None):
+    def __init__(self, fn, name, op_name=None, seed=None, scaled=False):
         self.fn, self.name = fn, name
         self.op_name = op_name or name
+        self.seed, self.scaled = seed, scaled
 
-    def __call__(self, shape, dtype=float32, seed=0):
+    def __call__(self, shape, dtype=float32, seed=0, full_shape=None):
+        """Values for ``shape`` (the initializer's own seed wins); a part of a partitioned
+        variable scales by its ``full_shape``, as TF's ``partition_info``."""
         dtype = as_dtype(dtype)
-        return np.asarray(self.fn(tuple(shape), np.random.default_rng(seed)),
-                          dtype.as_numpy_dtype)
+        rng = np.random.default_rng(seed if self.seed is None else self.seed)
+        values = self.fn(tuple(shape), rng, tuple(full_shape or shape)) if self.scaled \
+            else self.fn(tuple(shape), rng)
+        return np.asarray(values, dtype.as_numpy_dtype)
 
 
 def zeros_initializer():
@@ -88,20 +93,22 @@ def constant_initializer(value=0):
 
 
 def random_normal_initializer(mean=0.0, stddev=1.0, seed=None):
-    return Initializer(lambda shape, rng: rng.normal(mean, stddev, shape), "random_normal")
+    return Initializer(lambda shape, rng: rng.normal(mean, stddev, shape), "random_normal",
+                       seed=seed)
 
 
 def random_uniform_initializer(minval=-0.05, maxval=0.05, seed=None):
-    return Initializer(lambda shape, rng: rng.uniform(minval, maxval, shape), "random_uniform")
+    return Initializer(lambda shape, rng: rng.uniform(minval, maxval, shape), "random_uniform",
+                       seed=seed)
 
 
 def glorot_uniform_initializer(seed=None):
-    def fn(shape, rng):
-        fan_in = shape[-2] if len(shape) >= 2 else (shape[0] if shape else 1)
-        fan_out = shape[-1] if shape else 1
+    def fn(shape, rng, full):
+        fan_in = full[-2] if len(full) >= 2 else (full[0] if full else 1)
+        fan_out = full[-1] if full else 1
         limit = np.sqrt(6.0 / max(1, fan_in + fan_out))
         return rng.uniform(-limit, limit, shape)
-    return Initializer(fn, "glorot_uniform", op_name="random_uniform")
+    return Initializer(fn, "glorot_uniform", op_name="random_uniform", seed=seed, scaled=True)
 
 
 # -- Variable -------------------------------------------------------------------------------------
@@ -149,6 +156,14 @@ class Variable:
         for collection in (collections or [GLOBAL_VARIABLES] +
                            ([TRAINABLE_VARIABLES] if trainable else [])):
             graph.add_to_collection(collection, self)
+
+    _save_slice_info = None  # a part of a PartitionedVariable: its SaveSliceInfo
+
+    def _set_save_slice_info(self, info):
+        self._save_slice_info = info
+
+    def _get_save_slice_info(self):
+        return self._save_slice_info
 
     @property
     def name(self) -> str:
@@ -314,35 +329,52 @@ register("IsVariableInitialized",
 
 
 def _scope_state(graph):
+    """The variable scopes open: (name, reuse, partitioner) each."""
     if not hasattr(graph, "_var_scope_stack"):
-        graph._var_scope_stack = [("", False)]
+        graph._var_scope_stack = [("", False, None)]
+        graph._var_scopes_opened = set()
     return graph._var_scope_stack
 
 
 @contextmanager
-def variable_scope(name_or_scope, default_name=None, reuse=None):
-    """tf.compat.v1.variable_scope: a prefix for get_variable names, and whether to reuse."""
+def variable_scope(name_or_scope, default_name=None, reuse=None, partitioner=None):
+    """tf.compat.v1.variable_scope: a prefix for get_variable names, whether to reuse, and
+    its variables' partitioner (a ``default_name`` made unique: "X", "X_1"...)."""
     graph = get_default_graph()
     stack = _scope_state(graph)
-    outer, outer_reuse = stack[-1]
+    outer, outer_reuse, outer_partitioner = stack[-1]
     name = name_or_scope or default_name
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"variable_scope needs a name, got {name_or_scope!r}")
     full = f"{outer}/{name}" if outer else name
-    stack.append((full, reuse if reuse is not None else outer_reuse))
+    if not name_or_scope:
+        base, k = full, 0
+        while full in graph._var_scopes_opened:
+            k, full = k + 1, f"{base}_{k + 1}"
+        name = full.rsplit("/", 1)[-1]
+    graph._var_scopes_opened.add(full)
+    stack.append((full, reuse if reuse is not None else outer_reuse,
+                  partitioner if partitioner is not None else outer_partitioner))
     try:
         with graph.name_scope(name):
             yield full
-    finally:
+    finally:  # TF closes the sub-scopes: their default names count afresh next time
         stack.pop()
+        graph._var_scopes_opened -= {s for s in graph._var_scopes_opened if s[:len(full) + 1]
+                                     == full + "/"}
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
-                 collections=None) -> Variable:
-    """tf.compat.v1.get_variable: create, or with reuse return, the variable scope/name."""
+                 collections=None, partitioner=None) -> Variable:
+    """tf.compat.v1.get_variable: make, or reuse, scope/name (partitioned by a partitioner)."""
     graph = get_default_graph()
-    scope, reuse = _scope_state(graph)[-1]
+    scope, reuse, scope_partitioner = _scope_state(graph)[-1]
     full = f"{scope}/{name}" if scope else name
+    partitioner = partitioner if partitioner is not None else scope_partitioner
+    if partitioner is not None and (shape is None or len(shape)):  # TF: a scalar is whole
+        from simdist.graph.partitioned_variables import partitioned_variable
+        return partitioned_variable(full, partitioner, shape, dtype, initializer, trainable,
+                                    collections, reuse)
     existing = graph._vars_by_name.get(full)
     if existing is not None:
         if reuse is True or reuse == AUTO_REUSE:

@@ -41,7 +41,7 @@ def test_bytes_per_string_sets_a_string_elements_size():
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: FixedShardsPartitioner(0), "num_shards` must be an int >= 1, got 0"),
+    (lambda: FixedShardsPartitioner(2.0), "num_shards` must be an int, got 2.0"),
     (lambda: MinSizePartitioner(0), "min_shard_bytes` must be an int >= 1, got 0"),
     (lambda: MinSizePartitioner(max_shards=0), "max_shards` must be an int >= 1, got 0"),
     (lambda: MaxSizePartitioner(0), "max_shard_bytes` must be an int >= 1, got 0"),
