@@ -12,9 +12,10 @@ import numpy as np
 
 
 class IndexedSlices:
-    """A sparse gradient in the graph: tensors ``values``, ``indices`` and ``dense_shape``."""
+    """A sparse gradient in the graph: tensors ``values``, ``indices`` and ``dense_shape``
+    (None when not known, as TF allows)."""
 
-    def __init__(self, values, indices, dense_shape):
+    def __init__(self, values, indices, dense_shape=None):
         self.values, self.indices, self.dense_shape = values, indices, dense_shape
 
     @property
@@ -35,7 +36,7 @@ class IndexedSlices:
 
     def __repr__(self):
         return (f"IndexedSlices(indices={self.indices.name}, values={self.values.name}, "
-                f"dense_shape={self.dense_shape.name})")
+                f"dense_shape={getattr(self.dense_shape, 'name', None)})")
 
 
 @dataclass
@@ -44,7 +45,7 @@ class IndexedSlicesValue:
 
     values: np.ndarray
     indices: np.ndarray
-    dense_shape: np.ndarray
+    dense_shape: np.ndarray | None = None
 
     def to_dense(self) -> np.ndarray:
         """The dense tensor: rows with duplicate indices are summed."""

@@ -100,7 +100,8 @@ register("Unbroadcast", _unbroadcast_kernel, flops=lambda op, args, outs: args[0
 
 
 def add(x, y, name=None):
-    return _binary("AddV2", x, y, name)
+    """tf.add: an AddV2 op that TF names "Add" (``a + b`` names it "add")."""
+    return _binary("AddV2", x, y, name or "Add")
 
 
 def _add_grad(op, g):
@@ -136,7 +137,8 @@ register("Mul", _broadcasting_kernel(np.multiply), grad=_mul_grad)
 
 
 def divide(x, y, name=None):
-    return _binary("RealDiv", x, y, name)
+    """tf.divide: a RealDiv op that TF names "truediv"."""
+    return _binary("RealDiv", x, y, name or "truediv")
 
 
 def _div_grad(op, g):

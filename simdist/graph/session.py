@@ -205,6 +205,11 @@ class Session:
             raise InvalidArgumentError("Session.reset needs a server target such as "
                                        "'grpc://localhost:2222': a local session's variables "
                                        "are freed when the session closes")
+        if not isinstance(target, str) or not target.startswith("grpc://"):
+            from simdist.base.errors import NotFoundError  # TF: no session factory for it
+            raise NotFoundError("No session factory registered for the given session "
+                                f'options: {{target: "{target}"}} Registered factories are '
+                                "{GRPC_SESSION, DIRECT_SESSION}.")
         server, runtimes, _ = connect(target)
         for runtime in runtimes.values():
             runtime.resources.reset(containers)

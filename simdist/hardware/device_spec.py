@@ -46,6 +46,9 @@ class DeviceSpec:
                                   f"'worker'{why}")
         for field in ("replica", "task", "device_index"):
             value = getattr(self, field)
+            if isinstance(value, str) and value.strip().isdigit():  # TF: int(task)
+                value = int(value)
+                object.__setattr__(self, field, value)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                       or value < 0):
                 why = (stricter_than_tf("no task or device has a negative index")

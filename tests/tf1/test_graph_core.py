@@ -24,9 +24,10 @@ def test_unique_names_and_scopes():
     with tf.name_scope("layer"):
         c = tf.add(a, b)
         d = tf.add(a, b, name="sum")
-    assert [a.op.name, b.op.name, c.op.name, d.op.name] == ["Const", "Const_1", "layer/AddV2",
-                                                             "layer/sum"]
-    assert c.name == "layer/AddV2:0" and c.consumers() == [] and a.consumers() == [c.op, d.op]
+    assert [a.op.name, b.op.name, c.op.name, d.op.name] == ["Const", "Const_1", "layer/Add",
+                                                             "layer/sum"]  # TF's names
+    assert c.op.type == "AddV2" and c.name == "layer/Add:0"
+    assert c.consumers() == [] and a.consumers() == [c.op, d.op]
     g = tf.get_default_graph()
     assert g.get_tensor_by_name("layer/sum:0") is d
     with pytest.raises(tf.errors.NotFoundError, match="no operation named 'nope'"):
