@@ -42,7 +42,8 @@ class Layer(NamedTuple):
 
 
 _ENGINE = ("simdist.base", "simdist.hardware", "simdist.trace", "simdist.sim")
-_CONCEPTS = _ENGINE + ("simdist.collectives", "simdist.graph", "simdist.distribute")
+_CONCEPTS = _ENGINE + ("simdist.models", "simdist.collectives", "simdist.graph",
+                       "simdist.distribute")
 _SIMDIST = _CONCEPTS + ("simdist.training", "simdist.calibration")
 #: what realdist may use of simdist: the errors, units, trace schema, registry, exercise spec,
 #: models and data, and the measuring protocol
@@ -55,6 +56,7 @@ _REALDIST = ("realdist.runtime", "realdist.graph", "realdist.training", "realdis
 LAYERS = (
     Layer("simdist.base"),
     Layer("simdist.hardware", ("simdist.base",)),
+    Layer("simdist.models", ("simdist.base", "simdist.hardware")),
     Layer("simdist.trace", ("simdist.base", "simdist.hardware")),
     Layer("simdist.sim", ("simdist.base", "simdist.hardware", "simdist.trace")),
     Layer("simdist", _ENGINE),
