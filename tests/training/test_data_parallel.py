@@ -71,3 +71,45 @@ def test_cli_reports_the_sparse_model_and_the_dtype(capsys):
                          "--gradient-dtype", "float16", "--fidelity", "flow"]) == 0
     out = capsys.readouterr().out
     assert "float16 gradients, ring all-reduce, 256 embedding rows of 8 per worker" in out
+
+
+def test_a_zoo_model_by_name_gives_params_and_flops(capsys):
+    from simdist.models import zoo_model
+
+    model = zoo_model("resnet101")
+    argv = ["run", "data_parallel", "--workers", "4", "--steps", "1", "--fidelity", "flow"]
+    assert simdist_main([*argv, "--model", "resnet101"]) == 0
+    by_name = capsys.readouterr().out
+    assert "resnet101 (44.5M parameters, 45.6 GFLOPs an example forward and backward, " \
+           "209 gradients)" in by_name
+    assert simdist_main([*argv, "--params", str(model.params),
+                         "--flops-per-example", str(model.training_flops)]) == 0
+    by_numbers = capsys.readouterr().out
+    step = by_name.rsplit(":", 1)[1]
+    assert step.endswith("per step simulated\n") and step == by_numbers.rsplit(":", 1)[1]
+
+
+def test_a_model_file_and_counts_with_prefixes(tmp_path, capsys):
+    path = tmp_path / "mine.toml"
+    path.write_text('params = "2M"\nflops = "1G"\n')
+    argv = ["run", "data_parallel", "--workers", "2", "--steps", "1"]
+    assert simdist_main([*argv, "--model", str(path)]) == 0
+    from_file = capsys.readouterr().out
+    assert "mine (2.0M parameters, 3.0 GFLOPs" in from_file
+    assert simdist_main([*argv, "--params", "2M", "--flops-per-example", "3G"]) == 0
+    assert capsys.readouterr().out.rsplit(":", 1)[1] == from_file.rsplit(":", 1)[1]
+
+
+def test_model_options_that_clash_or_are_unknown_are_one_line_errors(capsys):
+    assert simdist_main(["run", "data_parallel", "--model", "resnet50", "--params", "1M"]) == 2
+    assert "--params with --model resnet50" in capsys.readouterr().err
+    assert simdist_main(["run", "data_parallel", "--model", "resnet9000"]) == 2
+    assert "model 'resnet9000' is not in the zoo" in capsys.readouterr().err
+
+
+def test_list_models_prints_the_zoo_and_exits(capsys):
+    with pytest.raises(SystemExit) as stop:
+        simdist_main(["run", "data_parallel", "--list-models"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert "resnet101" in out and "GFLOPs" in out and "activ. MB" in out

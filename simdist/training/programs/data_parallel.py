@@ -12,6 +12,12 @@ steps in seconds:
 
     simdist run data_parallel --workers 1024 --steps 100 --params 25M --fidelity flow --quiet
 
+A real network by name from the model zoo (``simdist.models``) or from a JSON or TOML file
+gives the parameters and the FLOPs (its forward FLOPs x 3: forward and backward) instead:
+
+    simdist run data_parallel --model resnet101 --workers 64 --fidelity flow
+    simdist run data_parallel --list-models
+
 A sparse model (``--embedding-dim D``): each example also looks up ``--lookups`` rows of an
 embedding table of width D. Their gradient is an IndexedSlices (the rows' values and their
 int64 indices), which TF's CollectiveAllReduce all-gathers instead of all-reducing, so every
@@ -22,11 +28,13 @@ mode covers all-reduces only).
 
 from __future__ import annotations
 
+import argparse
+
 from simdist.hardware.cluster import ClusterSpec
 from simdist.hardware.devices import Layout
 from simdist.base.errors import InvalidArgumentError
 from simdist.sim.payloads import Phantom
-from simdist.hardware.units import format_bytes, format_ns
+from simdist.hardware.units import count_option, format_bytes, format_ns
 from simdist.training.programs.program import Program
 
 #: bytes of one gradient element on the wire, by --gradient-dtype
@@ -40,13 +48,20 @@ def add_arguments(parser):
 
     parser.add_argument("--workers", type=int, default=8, help="workers (default 8)")
     parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
-    parser.add_argument("--params", type=float, default=25e6,
-                        help="the model's dense parameters, e.g. 25e6 (default 25 million)")
+    parser.add_argument("--params", type=count_option, default=None,
+                        help="the model's dense parameters, e.g. 25e6 or 25M (default 25 "
+                             "million)")
+    parser.add_argument("--model", metavar="NAME|FILE", default=None,
+                        help="a model of the zoo (resnet101, bert_base...: --list-models) or "
+                             "a .json/.toml model file: its parameters and FLOPs instead of "
+                             "--params and --flops-per-example")
+    parser.add_argument("--list-models", action=_ListModels,
+                        help="list the model zoo (params, GFLOPs, activation MB) and exit")
     parser.add_argument("--batch", type=int, default=32,
                         help="examples per worker per step (default 32)")
     parser.add_argument("--algorithm", default="ring", choices=list(ALGORITHMS),
                         help="the gradients' all-reduce (default ring)")
-    parser.add_argument("--flops-per-example", type=float, default=None, metavar="F",
+    parser.add_argument("--flops-per-example", type=count_option, default=None, metavar="F",
                         help="forward+backward FLOPs of one example (default 6 x --params; "
                              "ResNet-50: about 23e9)")
     parser.add_argument("--gradient-dtype", choices=list(GRADIENT_BYTES), default="float32",
@@ -59,9 +74,44 @@ def add_arguments(parser):
     add_layout_and_options(parser)
 
 
+class _ListModels(argparse.Action):
+    """``--list-models``: print the zoo and exit, as ``--help`` does."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=None, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from simdist.models import table
+
+        print(table())
+        parser.exit()
+
+
+def use_model(args) -> None:
+    """``--model``: the zoo's (or the file's) parameters and training FLOPs in ``args``, and
+    the model itself as ``args.model_layers`` (its gradients in backward order: none given
+    with --params alone)."""
+    args.model_layers = None
+    if getattr(args, "model", None) is None:
+        if args.params is None:
+            args.params = 25e6
+        return
+    from simdist.models import model_named
+
+    for given in ("params", "flops_per_example"):
+        if getattr(args, given) is not None:
+            raise InvalidArgumentError(f"--{given.replace('_', '-')} with --model "
+                                       f"{args.model}: the model gives it; expected one or "
+                                       "the other")
+    model = model_named(args.model)
+    args.model_layers = model
+    args.params, args.flops_per_example = model.params, model.training_flops
+
+
 def check(args) -> None:
     from simdist.training.programs.allreduce import options
 
+    use_model(args)
     for name in ("workers", "steps", "batch", "lookups", "tasks_per_machine"):
         value = getattr(args, name)
         if value < 1:
@@ -129,16 +179,23 @@ def report(result, hardware, args) -> str:
         each = rows * (args.embedding_dim * GRADIENT_BYTES[args.gradient_dtype] + INDEX_BYTES)
         sparse = (f", {rows} embedding rows of {args.embedding_dim} per worker all-gathered "
                   f"({format_bytes(each)} each)")
-    return (f"\n{args.workers} workers x {args.steps} steps of a {args.params:.3g}-parameter "
-            f"model ({args.gradient_dtype} gradients, {args.algorithm} all-reduce{sparse}, "
+    model = getattr(args, "model_layers", None)
+    what = (f"{model.name} ({args.params / 1e6:.1f}M parameters, "
+            f"{args.flops_per_example / 1e9:.1f} GFLOPs an example forward and backward, "
+            f"{len(model.gradients())} gradients)" if model else
+            f"{args.params:.3g}-parameter model")
+    return (f"\n{args.workers} workers x {args.steps} steps of a {what} "
+            f"({args.gradient_dtype} gradients, {args.algorithm} all-reduce{sparse}, "
             f"fidelity {result.fidelity}): {format_ns(round(step))} per step simulated")
 
 
 def cost(args) -> int:
     """About the events of the run: per step and worker, a few in flow mode; a ring's 2(p-1)
-    messages in message mode; and an all-gather's p-1 for a sparse model."""
+    messages in message mode, each in ``--pieces`` pieces; and an all-gather's p-1 for a
+    sparse model."""
     workers = max(args.workers, 1)
-    per_step = 6 if args.fidelity == "flow" else 2 * workers + 6
+    pieces = max(getattr(args, "pieces", None) or 1, 1)
+    per_step = 6 if args.fidelity == "flow" else 2 * workers * pieces + 6
     if getattr(args, "embedding_dim", 0):
         per_step += 2 * workers
     return args.steps * args.workers * per_step
