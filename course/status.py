@@ -64,12 +64,13 @@ def format_progress(rows: list[LessonStatus], lang: str = "en") -> str:
     head = ("lesson", "exercises done", "checks", "exercises") if lang == "en" else \
         ("课程", "已完成练习", "检查", "练习")
     mark = {"passes": "✓", "fails": "✗", "not done": "·"}
-    lines = [f"{head[0]:<26} {head[1]:>14} {head[2]:>8}  {head[3]}"]
-    for row in rows:
-        name = row.lesson + ("" if row.started else " *")
+    names = [row.lesson + ("" if row.started else " *") for row in rows]
+    width = max([26] + [len(name) for name in names])  # "10_parameter_server_strategy *"
+    lines = [f"{head[0]:<{width}} {head[1]:>14} {head[2]:>8}  {head[3]}"]
+    for name, row in zip(names, rows):
         exercises = "  ".join(f"{mark[state]} {n} {stars(s)}"
                               for n, (s, state) in row.exercises.items())
-        lines.append(f"{name:<26} {row.done:>9}/{len(row.exercises):<4} "
+        lines.append(f"{name:<{width}} {row.done:>9}/{len(row.exercises):<4} "
                      f"{row.passed:>3}/{row.total:<4}  {exercises}")
     done = sum(r.done for r in rows)
     total = sum(len(r.exercises) for r in rows)

@@ -15,6 +15,7 @@ import simdist.graph as sim
 from simdist.hardware.cluster import ClusterSpec, task_to_rank
 from simdist.graph._sim.clients import current_client
 from simdist.training.input_pipeline import loader_trainer
+from course.answers import as_list, as_tuple, is_int, is_number
 from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"choose_pipeline": 2, "padded_batch_shape": 1, "aggregator": 3,
@@ -40,10 +41,10 @@ def starved(capacity, loader_threads):
 
 
 def check_pipeline(module):
-    choice = module.choose_pipeline()
-    if (not isinstance(choice, tuple) or len(choice) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in choice)):
-        raise CheckFailed(f"choose_pipeline returned {choice!r}, expected a tuple of two ints "
+    answer = module.choose_pipeline()
+    choice = as_tuple(answer, 2, is_int)
+    if choice is None:
+        raise CheckFailed(f"choose_pipeline returned {answer!r}, expected a tuple of two ints "
                           "(capacity, loader_threads)",
                           tr("return (capacity, loader_threads)", "返回 (capacity, loader_threads)"))
     capacity, threads = choice
@@ -110,11 +111,16 @@ def padded_batch(tf, queue_shape, element_shapes):
 
 def check_padding(module):
     for queue_shape, element_shapes in PADDING_CASES:
-        predicted = module.padded_batch_shape(queue_shape, list(element_shapes))
+        answer = module.padded_batch_shape(queue_shape, list(element_shapes))
         actual = padded_batch(sim, queue_shape, element_shapes)
-        if tuple(predicted) != actual:
+        predicted = as_tuple(answer, None, is_int)
+        if predicted is None:
+            raise CheckFailed(f"padded_batch_shape({queue_shape}, {list(element_shapes)}) "
+                              f"returned {answer!r}, expected a tuple of ints",
+                              tr("return a shape such as (3, 5, 3)", "返回一个形状，例如 (3, 5, 3)"))
+        if predicted != actual:
             raise CheckFailed(f"a PaddingFIFOQueue with shapes=[{queue_shape}] holding elements "
-                              f"of shapes {element_shapes}: you predicted {tuple(predicted)}, "
+                              f"of shapes {element_shapes}: you predicted {predicted}, "
                               f"dequeue_many({len(element_shapes)}) gives {actual}",
                               tr("the batch size comes first; then one size per dimension of the queue's "
                                  "shape", "批大小在最前；然后队列形状的每一维各一个大小"),
@@ -139,6 +145,9 @@ ENSEMBLE = {"ps": 1, "predictor": 3, "aggregator": 1}
 INPUTS = 5
 TIMEOUT_MS = 2
 FAST, SLOW = 64, 1000  # a predictor's matmul size: about 35 us and 8 ms a prediction
+#: a predictor late once: its first prediction takes about 7 ms (it misses the deadlines at
+#: 2, 4 and 6 ms), the next ones are fast
+LATE_ONCE = (960,) + (FAST,) * (INPUTS - 1)
 
 
 def prediction_queue(tf, k):
@@ -150,19 +159,24 @@ def prediction_queue(tf, k):
 
 def _predictor(target, k, size):
     """Predictor ``k``'s client: predicts (k + 1) * i for each input i, after a matmul of
-    ``size`` (its model's work), and enqueues (i, prediction)."""
+    ``size`` (its model's work; a tuple: one size per input), and enqueues (i, prediction)."""
+    sizes = size if isinstance(size, tuple) else (size,) * INPUTS
+
     def client():
         graph = sim.Graph()
         with graph.as_default():
             queue = prediction_queue(sim, k)
             index = sim.placeholder(sim.int32, [])
-            with sim.device(f"/job:predictor/task:{k}"):
-                work = sim.reduce_sum(sim.matmul(sim.ones([size, size]), sim.ones([size, size])))
-                prediction = sim.cast(index, sim.float32) * float(k + 1) + 0.0 * work
-            enqueue = queue.enqueue([index, prediction])
+            predictions = []
+            for n in sorted(set(sizes)):
+                with sim.device(f"/job:predictor/task:{k}"):
+                    work = sim.reduce_sum(sim.matmul(sim.ones([n, n]), sim.ones([n, n])))
+                    prediction = sim.cast(index, sim.float32) * float(k + 1) + 0.0 * work
+                predictions.append((n, queue.enqueue([index, prediction])))
+            enqueue = dict(predictions)
         with sim.Session(target, graph=graph) as sess:
             for i in range(INPUTS):
-                sess.run(enqueue, {index: i})
+                sess.run(enqueue[sizes[i]], {index: i})
     return client
 
 
@@ -189,13 +203,24 @@ def run_ensemble(module, sizes):
     return means, ended, result.end_time
 
 
-def _expected(predictors):
-    return [float(np.mean([(k + 1) * i for k in predictors])) for i in range(INPUTS)]
+def _expected(predictors, per_input=None):
+    """The means the aggregator must return: of ``predictors``' predictions for every input,
+    or ``per_input[i]``'s for input i (None where no prediction came in time)."""
+    per_input = per_input or [predictors] * INPUTS
+    return [float(np.mean([(k + 1) * i for k in who])) if who else None
+            for i, who in enumerate(per_input)]
+
+
+def _same_means(means, expected) -> bool:
+    """A list (or tuple) of INPUTS means: None exactly where expected, else close."""
+    means = as_list(means, INPUTS)
+    return means is not None and all(
+        m is None if e is None else (is_number(m) and abs(m - e) <= 1e-6 * max(1.0, abs(e)))
+        for m, e in zip(means, expected))
 
 
 def _check_means(means, expected, hint):
-    if (not isinstance(means, list) or len(means) != INPUTS
-            or not np.allclose(np.array(means, dtype=float), expected)):
+    if not _same_means(means, expected):
         raise CheckFailed(f"the aggregator returned {means!r}, expected {expected}", *hint)
 
 
@@ -221,11 +246,45 @@ def check_slow_predictor(module):
     _check_means(means, _expected([0, 1]),
                  (tr("a prediction that comes too late belongs to an earlier input",
                      "来得太晚的预测属于更早的输入"),
-                  tr("compare its index with the input's, or stop asking a predictor that "
-                     "missed a deadline", "比较它的索引和当前输入的索引，或者不再询问错过期限的预测器")))
+                  tr("compare its index with the input's: a smaller one is stale, drop it",
+                     "比较它的索引和当前输入的索引：索引更小的是过时的预测，丢掉它")))
     return (f"one slow predictor: the aggregator ended at {ended / 1e6:.1f} ms with the two "
             "others' means (the slow one ran until "
             f"{last / 1e6:.1f} ms)")
+
+
+def check_late_once(module):
+    """A predictor late once (its first prediction takes 7 ms, the others are fast) is on time
+    again from input 3 on; when all three are late once, input 0 gets no prediction."""
+    means, _, _ = run_ensemble(module, [FAST, FAST, LATE_ONCE])
+    expected = _expected(None, [[0, 1]] * 3 + [[0, 1, 2]] * 2)
+    if not _same_means(means, expected):
+        raise CheckFailed(
+            f"predictor 2 late for inputs 0 to 2 only (its first prediction takes about 7 ms, "
+            f"the next ones 35 us): the aggregator returned {means!r}, expected {expected}",
+            tr("a predictor that missed a deadline may be on time for the next input: ask it "
+               "again; what it dequeues first is then the late prediction of an earlier input, "
+               "stale: drop it and dequeue again, the in-time one may sit right behind it",
+               "错过一次期限的预测器，下一个输入时可能又准时了：要再问它；这时先出队的是它欠下的、"
+               "更早输入的迟到预测，已经过时：丢掉它再出队一次，准时的那个可能就排在它后面"),
+            tr("at input 3 (about 6 ms) predictor 2's queue gets the predictions of inputs 0, "
+               "1, 2 and 3 within 1.1 ms: keep dequeuing while the index is below the input's",
+               "到输入 3 时（约 6 毫秒），预测器 2 的队列在 1.1 毫秒内收到输入 0、1、2、3 的预测："
+               "只要索引小于当前输入的索引，就继续出队"))
+    means, _, _ = run_ensemble(module, [LATE_ONCE] * 3)
+    expected = _expected(None, [[]] + [[0, 1, 2]] * (INPUTS - 1))
+    if not _same_means(means, expected):
+        zero = isinstance(means, (list, tuple)) and means and means[0] == 0.0
+        raise CheckFailed(
+            f"all three predictors late for input 0: the aggregator returned {means!r}, "
+            f"expected {expected}",
+            tr("no prediction of input 0 came in time: it has no mean, None (0.0 would be a "
+               "prediction)", "输入 0 没有一个预测准时到达：它没有平均值，应该是 None（0.0 是一个"
+               "预测值）") if zero else
+            tr("input 0 gets no prediction in time; each late one is stale by input 1",
+               "输入 0 一个准时的预测也没有；到输入 1 时，那些迟到的预测都已过时"))
+    return ("late once: a predictor is asked again and its stale prediction dropped; an input "
+            "without predictions is None")
 
 
 
@@ -243,8 +302,7 @@ PIPELINE_TASKS = {"ps:0": "the queue", "worker:0": "the trainer", "worker:1": "t
 
 def valid_capacity(capacity) -> int:
     """``choose_capacity``'s answer if it is one of ``STALL_CAPACITIES``, else CheckFailed."""
-    if (not isinstance(capacity, int) or isinstance(capacity, bool)
-            or capacity not in STALL_CAPACITIES):
+    if not is_int(capacity) or capacity not in STALL_CAPACITIES:
         raise CheckFailed(f"choose_capacity returned {capacity!r}, expected one of "
                           f"{STALL_CAPACITIES}", tr("return the queue's capacity, an int",
                                                     "返回队列的容量，一个整数"))
@@ -326,6 +384,9 @@ CHECKS = [
     Check("slow", "aggregator",
           tr("aggregator: a slow predictor does not stall it",
              "aggregator：慢预测器不会拖住它"), check_slow_predictor),
+    Check("late_once", "aggregator",
+          tr("aggregator: a predictor late once, stale predictions, an input with none",
+             "aggregator：迟到一次的预测器、过时的预测、没有预测的输入"), check_late_once),
     Check("capacity", "choose_capacity",
           tr("choose_capacity: a queue that carries the trainer through a stall",
              "choose_capacity：能让训练者挺过一次停顿的队列"), check_capacity),

@@ -42,7 +42,9 @@ def aggregator(tf, target, prediction_queue, num_predictors, num_inputs, timeout
     return a list: for each input the mean (a float) of the predictions of input ``i`` that
     came in time, None if none did. No dequeue may wait longer than ``timeout_ms``
     milliseconds: TF's ``ConfigProto(operation_timeout_in_ms=...)`` makes a run that waits
-    longer raise ``tf.errors.DeadlineExceededError``.
+    longer raise ``tf.errors.DeadlineExceededError``. A predictor that missed the deadline of
+    one input may be on time for the next one; a prediction that comes after its own input's
+    deadline counts for no input.
     """
     raise NotImplementedError("exercise aggregator: collect the predictions with a timeout")
 

@@ -9,10 +9,14 @@ runs the in-graph program on real TF too.
 """
 
 import functools
+from contextlib import contextmanager
 
+import simdist.graph as sim
+from simdist.graph._sim.clients import current_client
 from simdist.hardware.cluster import ClusterSpec, task_to_rank
 from simdist.training.ps_training import train_on_ps
 from simdist.training.replication import in_graph_training, model_parallel
+from course.answers import as_tuple, is_int
 from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"clients_and_threads": 1, "averaging_device": 2, "split_pays": 2,
@@ -22,31 +26,76 @@ COMBINATIONS = (("in-graph", "sync"), ("in-graph", "async"), ("between-graph", "
                 ("between-graph", "async"))
 
 
+@contextmanager
+def session_run_threads():
+    """The Python threads (simulated client threads) that call ``Session.run`` meanwhile: a
+    set of their names, filled as they run (a training loop is named after its task, a
+    queue runner's threads ``"sync_token_q/QueueRunner 0"`` and ``".../close_on_stop"``)."""
+    names, run = set(), sim.Session.run
+
+    def recorded(self, *args, **kwargs):
+        client = current_client()
+        names.add(client.name if client is not None else "main")
+        return run(self, *args, **kwargs)
+
+    sim.Session.run = recorded
+    try:
+        yield names
+    finally:
+        sim.Session.run = run
+
+
 @functools.lru_cache(maxsize=None)
 def simulated(replication, mode, workers):
-    """One short simulated run of a combination: (client programs, threads calling
-    Session.run, devices where several replicas' gradients were averaged)."""
+    """One short simulated run of a combination: (client programs, names of the threads
+    calling Session.run, devices where several replicas' gradients were averaged)."""
     if replication == "in-graph":  # one client program; its threads are the run's callers
         run = in_graph_training(workers=workers, mode=mode, steps=2)
-        return 1, len(run.threads), frozenset(run.averaging.values())
-    run = train_on_ps(workers=workers, mode=mode, steps=2, stop_grace_period_secs=0.001)
+        return 1, tuple(run.threads), frozenset(run.averaging.values())
+    with session_run_threads() as threads:  # each worker's loop, and the chief's queue runner
+        run = train_on_ps(workers=workers, mode=mode, steps=2, stop_grace_period_secs=0.001)
     takes = {"/job:{}/task:{}".format(*s.pid.split(":")) for s in run.trace.spans
              if s.args.get("type") == "ResourceAccumulatorTakeGradient"}
-    return len(run.worker_runs), len(run.worker_runs), frozenset(takes)
+    return len(run.worker_runs), tuple(sorted(threads)), frozenset(takes)
 
 
 # -- exercise 1 ------------------------------------------------------------------------------
 
+def _threads_hint(replication, mode, names) -> str:
+    """The idea behind a wrong number of threads of a combination with the right clients."""
+    if replication == "between-graph" and mode == "sync":
+        return tr("besides each worker's training loop, the sync chief starts the "
+                  "SyncReplicasOptimizer's queue runner (make_session_run_hook(is_chief=True)): "
+                  "one thread runs sync_token_q's EnqueueMany (the sync op) and one, "
+                  "close_on_stop, cancels the queue when training stops; both call the session",
+                  "除了每个工作器的训练循环，同步模式的主工作器还会启动 SyncReplicasOptimizer 的"
+                  "队列运行器（make_session_run_hook(is_chief=True)）：一个线程运行 sync_token_q 的 "
+                  "EnqueueMany（也就是同步操作），另一个 close_on_stop 线程在训练停止时取消这个队列；"
+                  "两个线程都调用会话")
+    if replication == "between-graph":
+        return tr("asynchronous between-graph: no queue runner, so each client is a plain "
+                  "one-thread training loop", "异步的图间复制：没有队列运行器，每个客户端就是普通的"
+                  "单线程训练循环")
+    if mode == "async":
+        return tr("asynchronous in-graph: each tower's train op runs in a thread of its own, so "
+                  "that no tower waits for another",
+                  "异步的图内复制：每个塔的训练操作在各自的线程里运行，谁也不等谁")
+    return tr("synchronous in-graph: one Session.run runs every tower at once; one thread is "
+              "enough", "同步的图内复制：一次 Session.run 就运行了所有的塔，一个线程就够了")
+
+
 def check_clients(module):
     for workers in (2, 4):
         for replication, mode in COMBINATIONS:
-            mine = module.clients_and_threads(replication, mode, workers)
-            clients, threads, _ = simulated(replication, mode, workers)
-            if mine == (clients, threads):
+            answer = module.clients_and_threads(replication, mode, workers)
+            clients, names, _ = simulated(replication, mode, workers)
+            mine = as_tuple(answer, 2, is_int)
+            if mine == (clients, len(names)):
                 continue
-            said = f"clients_and_threads({replication!r}, {mode!r}, {workers}) returned {mine!r}"
-            if not (isinstance(mine, tuple) and len(mine) == 2):
-                raise CheckFailed(f"{said}, expected a pair (client programs, threads)",
+            said = (f"clients_and_threads({replication!r}, {mode!r}, {workers}) returned "
+                    f"{answer!r}")
+            if mine is None:
+                raise CheckFailed(f"{said}, expected a pair of ints (client programs, threads)",
                                   tr("return a tuple of two ints", "返回两个整数组成的元组"))
             if mine[0] != clients:
                 hint = (tr("in-graph replication: ONE client builds ONE graph with a tower per "
@@ -55,23 +104,17 @@ def check_clients(module):
                         tr("between-graph replication: every worker task runs its own client "
                            "program, which builds its own graph",
                            "图间复制：每个工作器任务都运行自己的客户端程序，构建自己的图"))
-            elif replication == "between-graph":
-                hint = tr("each between-graph client is a plain one-thread training loop",
-                          "图间复制的每个客户端都是普通的单线程训练循环")
-            elif mode == "async":
-                hint = tr("asynchronous in-graph: each tower's train op runs in a thread of its "
-                          "own, so that no tower waits for another",
-                          "异步的图内复制：每个塔的训练操作在各自的线程里运行，谁也不等谁")
             else:
-                hint = tr("synchronous in-graph: one Session.run runs every tower at once; one "
-                          "thread is enough",
-                          "同步的图内复制：一次 Session.run 就运行了所有的塔，一个线程就够了")
+                hint = _threads_hint(replication, mode, names)
             raise CheckFailed(f"{said}; the simulator has {clients} client program(s) and "
-                              f"{threads} thread(s) calling Session.run", hint,
-                              tr("look at in_graph_training(...).threads and at "
-                                 "train_on_ps(...).worker_runs (one entry per client)",
-                                 "看 in_graph_training(...).threads 和 "
-                                 "train_on_ps(...).worker_runs（每个客户端一项）"))
+                              f"{len(names)} thread(s) calling Session.run ({', '.join(names)})",
+                              hint,
+                              tr("look at in_graph_training(...).threads, at "
+                                 "train_on_ps(...).worker_runs (one entry per client) and at the "
+                                 "QueueRunner that SyncReplicasOptimizer's chief hook starts",
+                                 "看 in_graph_training(...).threads、train_on_ps(...).worker_runs"
+                                 "（每个客户端一项），以及 SyncReplicasOptimizer 的主工作器钩子启动的 "
+                                 "QueueRunner"))
     return "right for the four combinations with 2 and 4 workers"
 
 
@@ -181,10 +224,10 @@ def request_answers(module) -> dict:
     CheckFailed (on every MPI rank alike, before anything is simulated)."""
     answers = {}
     for case in REQUEST_CASES:
-        mine = module.master_requests(*case)
-        if not (isinstance(mine, tuple) and len(mine) == 2 and all(
-                isinstance(n, int) and not isinstance(n, bool) for n in mine)):
-            raise CheckFailed(f"master_requests{case} returned {mine!r}, expected a pair of "
+        answer = module.master_requests(*case)
+        mine = as_tuple(answer, 2, is_int)
+        if mine is None:
+            raise CheckFailed(f"master_requests{case} returned {answer!r}, expected a pair of "
                               "ints (register_graph, run_graph)",
                               tr("return a tuple of two ints: the RegisterGraph requests, then "
                                  "the RunGraph requests",

@@ -10,7 +10,8 @@ def clients_and_threads(replication, mode, workers):
     """Exercise 1 (★): a job of ``workers`` worker tasks and one ps trains with
     ``replication`` ("in-graph" or "between-graph") and ``mode`` ("sync" or "async"), as
     in the lesson. How many client programs are there, and how many Python threads call
-    ``Session.run``, all clients together? Return a pair of ints ``(clients, threads)``.
+    ``Session.run``, all clients together (every thread that runs ops through a session
+    counts, a queue runner's too: lesson 07)? Return a pair of ints ``(clients, threads)``.
     """
     raise NotImplementedError("exercise clients_and_threads: return (clients, threads)")
 

@@ -14,16 +14,13 @@ from functools import lru_cache
 from simdist.hardware.cluster import ClusterSpec, task_to_rank
 from simdist.training.ps_spec import PSTrainingSpec
 from simdist.training.ps_training import run_ps_training, train_on_ps
+from course.answers import as_tuple, is_int, is_number
 from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"ps_nic_bytes": 1, "choose_ps_shards": 2, "backup_workers_for_throughput": 2,
               "choose_ps_for_float16": 2}
 
 BYTES = {"float32": 4, "float16": 2}
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # -- exercise 1 ------------------------------------------------------------------------------
@@ -48,8 +45,7 @@ def measured_bytes(parameters, workers, ps, gradient_dtype) -> tuple[int, int]:
 def _close(mine, real) -> bool:
     """Within 1%: the global step, a bias and the RunGraph requests and responses (64-byte
     headers) cross the network too, a few hundred bytes a run."""
-    return isinstance(mine, (int, float)) and not isinstance(mine, bool) and \
-        abs(mine - real) <= 0.01 * real
+    return is_number(mine) and abs(mine - real) <= 0.01 * real
 
 
 def _bytes_hint(mine, parameters, workers, ps, dtype) -> str:
@@ -80,16 +76,18 @@ def _bytes_hint(mine, parameters, workers, ps, dtype) -> str:
 
 def check_bytes(module):
     for parameters, workers, ps, dtype in BYTE_CASES:
-        mine = module.ps_nic_bytes(parameters, workers, ps, dtype)
+        answer = module.ps_nic_bytes(parameters, workers, ps, dtype)
         real = measured_bytes(parameters, workers, ps, dtype)
-        if not (isinstance(mine, tuple) and len(mine) == 2):
+        mine = as_tuple(answer, 2, is_number)
+        if mine is None:
             raise CheckFailed(f"ps_nic_bytes({parameters}, {workers}, {ps}, {dtype!r}) "
-                              f"returned {mine!r}, expected a pair (received, sent)",
+                              f"returned {answer!r}, expected a pair of numbers (received, "
+                              "sent)",
                               tr("return two numbers: the bytes into one ps NIC, then out",
                                  "返回两个数：流入一个参数服务器网卡的字节数，然后是流出的"))
         if not all(_close(m, r) for m, r in zip(mine, real)):
             raise CheckFailed(
-                f"ps_nic_bytes({parameters}, {workers}, {ps}, {dtype!r}) returned {mine!r}; "
+                f"ps_nic_bytes({parameters}, {workers}, {ps}, {dtype!r}) returned {answer!r}; "
                 f"the simulated ps NIC received {real[0]:,} and sent {real[1]:,} bytes",
                 _bytes_hint(mine, parameters, workers, ps, dtype),
                 tr("received = workers x parameters x (2 or 4 bytes) / ps, sent = workers x "
@@ -115,7 +113,7 @@ def busiest_ps_nic(ps) -> float:
 
 def check_shards(module):
     mine = module.choose_ps_shards()
-    if not _is_int(mine) or not 1 <= mine <= MOST_PS:
+    if not is_int(mine) or not 1 <= mine <= MOST_PS:
         raise CheckFailed(f"choose_ps_shards returned {mine!r}, expected an int 1..{MOST_PS}",
                           tr("return the number of ps tasks", "返回参数服务器任务的个数"))
     busy = busiest_ps_nic(mine)
@@ -176,7 +174,7 @@ def _backups_hint(mine: int) -> str:
 def check_backups(module):
     mine = module.backup_workers_for_throughput()
     workers = STRAGGLERS["workers"]
-    if not _is_int(mine) or not 0 <= mine < workers:
+    if not is_int(mine) or not 0 <= mine < workers:
         raise CheckFailed(f"backup_workers_for_throughput returned {mine!r}, expected an int "
                           f"0..{workers - 1}", tr("return the number of backup workers",
                                                   "返回备份工作器的个数"))
@@ -208,7 +206,7 @@ def float16_answer(module) -> int:
     """The learner's ``choose_ps_for_float16``, an int 1..MOST_PS, else CheckFailed (on
     every MPI rank alike, before anything is simulated)."""
     mine = module.choose_ps_for_float16()
-    if not _is_int(mine) or not 1 <= mine <= MOST_PS:
+    if not is_int(mine) or not 1 <= mine <= MOST_PS:
         raise CheckFailed(f"choose_ps_for_float16 returned {mine!r}, expected an int "
                           f"1..{MOST_PS}", tr("return the number of ps tasks",
                                               "返回参数服务器任务的个数"))

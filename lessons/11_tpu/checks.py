@@ -14,14 +14,11 @@ from functools import lru_cache
 from simdist.training import simulate_exercise
 from simdist.base.errors import InvalidArgumentError
 from simdist.training.exercises import Exercise
+from course.answers import as_set, is_int
 from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"ici_bytes_per_chip": 1, "steps_per_execution_for_90_percent": 2,
               "batches_that_compile": 2}
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _tpu(**given) -> Exercise:
@@ -31,16 +28,19 @@ def _tpu(**given) -> Exercise:
 
 # -- exercise 1 ------------------------------------------------------------------------------
 
-#: the torus shapes of 16, 8 and 32 cores (a non-square one first: it tells X from Y)
-TORI = ((4, 2), (2, 2), (4, 4))
+#: the torus shapes of 16, 8, 32 and 24 cores (a non-square one first: it tells X from Y;
+#: on 4 x 3 no piece of the gradients divides by 3, so rounding tells)
+TORI = ((4, 2), (2, 2), (4, 4), (4, 3))
 
 
 @lru_cache(maxsize=None)
 def measured_ici(x, y) -> tuple[tuple[int, int], ...]:
     """(bytes all-reduced, ICI bytes sent per chip) of every distinct all-reduce of one step
     of the MLP on an ``x`` by ``y`` torus, from the trace of core 0."""
-    run = simulate_exercise(_tpu(devices_per_worker=2 * x * y, model="mlp", dataset="digits",
-                                 hidden=256, steps=1))
+    cores = 2 * x * y
+    run = simulate_exercise(_tpu(devices_per_worker=cores, model="mlp", dataset="digits",
+                                 hidden=256, steps=1,
+                                 global_batch=64 if 64 % cores == 0 else 4 * cores))
     return tuple(sorted({(s.args["bytes"], s.args["ici_bytes_per_chip"]) for s in
                          run.trace.spans if s.pid == "worker:0" and s.lane == "TPU:0"
                          and s.cat == "collective"}, reverse=True))
@@ -65,6 +65,11 @@ def _ici_hint(mine, x, y, nbytes) -> str:
                   "X 方向的环之后还有 Y 方向的环：两个维度都要算")
     if mine == 8 * (_ring(x, nbytes) + _ring(y, nbytes)):
         return tr("bytes, not bits", "是字节，不是比特")
+    if mine in (sum(2 * (p - 1) * (nbytes // p) for p in (x, y)),
+                round(sum(2 * (p - 1) * nbytes / p for p in (x, y)))):
+        return tr("a piece of nbytes / p that does not divide evenly is rounded UP to a whole "
+                  "byte (math.ceil), before it is counted 2(p - 1) times",
+                  "nbytes / p 除不尽时，每一块都要向上取整到整字节（math.ceil），再乘以 2(p - 1)")
     return tr("a ring of p chips sends 2(p - 1) pieces of nbytes / p from each chip; the "
               "torus runs one such ring per dimension",
               "p 个芯片的环里每个芯片发送 2(p - 1) 块，每块 nbytes / p；环面在每个维度上各跑一个这样的环")
@@ -74,7 +79,7 @@ def check_ici(module):
     for x, y in TORI:
         for nbytes, real in measured_ici(x, y):
             mine = module.ici_bytes_per_chip(x, y, nbytes)
-            if not _is_int(mine):
+            if not is_int(mine):
                 raise CheckFailed(f"ici_bytes_per_chip({x}, {y}, {nbytes}) returned {mine!r}, "
                                   f"expected an int", tr("return a number of bytes",
                                                          "返回字节数（整数）"))
@@ -103,7 +108,7 @@ def utilization(k) -> float:
 
 def check_steps_per_execution(module):
     mine = module.steps_per_execution_for_90_percent()
-    if not _is_int(mine) or not 1 <= mine <= MOST_STEPS:
+    if not is_int(mine) or not 1 <= mine <= MOST_STEPS:
         raise CheckFailed(f"steps_per_execution_for_90_percent returned {mine!r}, expected an "
                           f"int 1..{MOST_STEPS}", tr("return steps_per_execution, an int",
                                                      "返回 steps_per_execution（整数）"))
@@ -131,13 +136,17 @@ def check_steps_per_execution(module):
 
 # -- exercise 3 ------------------------------------------------------------------------------
 
-CANDIDATES = (48, 60, 64, 96, 100, 128, 256)
+#: 4 divides 1,024 and is a multiple of 4 but not of 8: it tells the rule from "1024 % b == 0"
+#: alone and from "b % 4 == 0"
+CANDIDATES = (4, 48, 60, 64, 96, 100, 128, 256)
 DATASET = 1024
 
 
 @lru_cache(maxsize=None)
 def compiles(batch) -> bool:
-    """Whether a whole epoch of the regression dataset in batches of ``batch`` trains."""
+    """Whether a whole epoch of the regression dataset in batches of ``batch`` trains with
+    static shapes only (the simulator's TPUStrategy: RunOptions(
+    experimental_enable_dynamic_batch_size=False); TF 2.21's default pads a partial batch)."""
     try:
         simulate_exercise(_tpu(global_batch=batch, steps=math.ceil(DATASET / batch)),
                           trace=False)
@@ -147,9 +156,10 @@ def compiles(batch) -> bool:
 
 
 def check_batches(module):
-    mine = module.batches_that_compile(CANDIDATES)
-    if not isinstance(mine, (set, frozenset)) or not all(_is_int(b) for b in mine):
-        raise CheckFailed(f"batches_that_compile{CANDIDATES} returned {mine!r}, expected a "
+    answer = module.batches_that_compile(CANDIDATES)
+    mine = as_set(answer, is_int)
+    if mine is None:
+        raise CheckFailed(f"batches_that_compile{CANDIDATES} returned {answer!r}, expected a "
                           f"set of ints", tr("return a set of batch sizes",
                                              "返回批次大小的集合（set）"))
     real = {b for b in CANDIDATES if compiles(b)}
@@ -164,9 +174,10 @@ def check_batches(module):
                       "必须是 8 的倍数")
         elif extra:
             hint = tr("without drop_remainder the epoch ends with a partial batch unless the "
-                      "batch divides 1,024, and a partial batch is a new (dynamic) shape",
+                      "batch divides 1,024, and a partial batch is a new (dynamic) shape, an "
+                      "error with static shapes only",
                       "不设 drop_remainder 时，除非批次大小整除 1,024，一个周期最后会剩下一个"
-                      "不完整的批次，而它是一个新的（动态的）形状")
+                      "不完整的批次，它是一个新的（动态的）形状，只允许静态形状时就会出错")
         else:
             hint = tr("a multiple of 8 that divides 1,024 gives full batches all epoch long",
                       "既是 8 的倍数又整除 1,024 的批次大小，整个周期里都是完整的批次")
@@ -174,7 +185,8 @@ def check_batches(module):
                           f"{wrong}", hint,
                           tr("keep b with b % 8 == 0 and 1024 % b == 0",
                              "保留满足 b % 8 == 0 且 1024 % b == 0 的 b"))
-    return f"{sorted(real)} train a whole epoch; the others stop with a shape error"
+    return (f"{sorted(real)} train a whole epoch with static shapes only; the others stop "
+            "with a shape error")
 
 
 CHECKS = [

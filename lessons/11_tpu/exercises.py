@@ -27,7 +27,10 @@ def steps_per_execution_for_90_percent():
 
 def batches_that_compile(candidates):
     """Exercise 3 (★★): the regression dataset has 1,024 examples and is batched without
-    ``drop_remainder``; a v3-8 has 8 cores. Of the global batch sizes in ``candidates``,
-    return the set that trains a whole epoch under TPUStrategy without a shape error.
+    ``drop_remainder``; a v3-8 has 8 cores. TPUStrategy runs with static shapes only
+    (``tf.distribute.RunOptions(experimental_enable_dynamic_batch_size=False)``, what the
+    simulator models; TF 2.21's default would pad a partial batch instead). Of the global
+    batch sizes in ``candidates``, return the set that trains a whole epoch without a shape
+    error.
     """
     raise NotImplementedError("exercise batches_that_compile: return a set of ints")

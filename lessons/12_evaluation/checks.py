@@ -14,6 +14,7 @@ import numpy as np
 
 from simdist.training.evaluation import STYLES, simulate_evaluation
 from simdist.training.exercises import Exercise
+from course.answers import as_set, as_tuple, is_int
 from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"predict_eval_visits": 3, "choose_exactly_once": 2, "predict_sidecar": 2}
@@ -23,10 +24,6 @@ TRAINING = {"strategy": "parameter_server", "workers": 2, "steps": 20}
 EXAMPLES, BATCH = 256, 32
 #: worker:1 fails 44 us into eval_step#22, after its metric update reached the ps
 FAILURE = "worker:1@2430us+100us"
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 @lru_cache(maxsize=None)
@@ -63,9 +60,10 @@ def _who_ran_what(order) -> str:
 
 
 def check_visits(module):
-    mine = module.predict_eval_visits()
-    if not (isinstance(mine, tuple) and len(mine) == 2 and all(_is_int(v) for v in mine)):
-        raise CheckFailed(f"predict_eval_visits returned {mine!r}, expected a pair of ints "
+    answer = module.predict_eval_visits()
+    mine = as_tuple(answer, 2, is_int)
+    if mine is None:
+        raise CheckFailed(f"predict_eval_visits returned {answer!r}, expected a pair of ints "
                           "(counted_twice, never_counted)",
                           tr("return two numbers of examples, e.g. (0, 0)",
                              "返回两个样本数，例如 (0, 0)"))
@@ -134,10 +132,10 @@ _STYLE_HINTS = {
 
 
 def check_exactly_once(module):
-    mine = module.choose_exactly_once()
-    if not (isinstance(mine, tuple) and len(mine) == 3 and mine[0] in STYLES
-            and _is_int(mine[1]) and _is_int(mine[2])):
-        raise CheckFailed(f"choose_exactly_once returned {mine!r}, expected (style, shards, "
+    answer = module.choose_exactly_once()
+    mine = as_tuple(answer, 3)
+    if mine is None or mine[0] not in STYLES or not (is_int(mine[1]) and is_int(mine[2])):
+        raise CheckFailed(f"choose_exactly_once returned {answer!r}, expected (style, shards, "
                           f"runs) with a style among {', '.join(STYLES)}",
                           tr('return a tuple such as ("inline", 2, 3)',
                              '返回一个元组，例如 ("inline", 2, 3)'))
@@ -145,10 +143,10 @@ def check_exactly_once(module):
     if style != "exactly_once":
         raise CheckFailed(f"style {style!r} does not count every example once on the workers",
                           _STYLE_HINTS[style],
-                          tr("Model.compile(pss_evaluation_shards=N): each shard adds to "
-                             "accumulators of its own, returned; only a run that ends counts",
-                             "Model.compile(pss_evaluation_shards=N)：每个分片累加到自己的"
-                             "累加器里并作为结果返回；只有运行完的那次才算数"))
+                          tr("tf_keras's Model.compile(pss_evaluation_shards=N): each shard "
+                             "adds to accumulators of its own, returned; only a run that ends "
+                             "counts", "tf_keras 的 Model.compile(pss_evaluation_shards=N)："
+                             "每个分片累加到自己的累加器里并作为结果返回；只有运行完的那次才算数"))
     if not WORKERS <= shards <= BATCHES:
         raise CheckFailed(
             f"{shards} shards: expected {WORKERS} to {BATCHES} (at least one per worker, at "
@@ -234,7 +232,7 @@ def check_sidecar(module):
     mine = module.predict_sidecar()
     side = sidecar()
     names = list(side["written"])
-    if not (isinstance(mine, (list, tuple, set)) and all(n in names for n in mine)):
+    if as_set(mine) is None or not all(n in names for n in mine):
         raise CheckFailed(f"predict_sidecar returned {mine!r}, expected a list of checkpoint "
                           f"names among {names[0]} .. {names[-1]}",
                           tr('return a list of names such as ["ckpt-0", "ckpt-2"]',

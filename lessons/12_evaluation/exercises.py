@@ -23,7 +23,8 @@ def choose_exactly_once():
     """Exercise 2 (★★): the same failure as exercise 1. Choose the evaluation style (one of
     "inline", "distributed", "exactly_once", "sidecar") that counts every example exactly
     once while the workers do the evaluating, and its number of shards
-    (``pss_evaluation_shards``: at least one per worker, at most one per batch). Then
+    (tf_keras's ``pss_evaluation_shards``, which Keras 3 lacks: at least one per worker, at
+    most one per batch). Then
     predict how many evaluation function runs the trace shows with your choice. Return
     ``(style, shards, runs)``.
     """

@@ -18,24 +18,26 @@ def padded_batch_shape(queue_shape, element_shapes):
 
 
 def aggregator(tf, target, prediction_queue, num_predictors, num_inputs, timeout_ms):
-    """Average, for each input, the predictions that come within ``timeout_ms``; a predictor
-    that misses a deadline is not asked again (its later predictions would be late too)."""
+    """For each input, ask every predictor for its prediction, waiting at most
+    ``timeout_ms``: a dequeue that times out leaves that predictor out of this input (and it
+    is asked again for the next one); a prediction of an earlier input, which came too late
+    for it, is stale: drop it and dequeue again, the in-time one may sit right behind it."""
     graph = tf.Graph()
     with graph.as_default():
         dequeues = [prediction_queue(tf, k).dequeue() for k in range(num_predictors)]
     config = tf.ConfigProto(operation_timeout_in_ms=timeout_ms)
-    on_time, means = list(range(num_predictors)), []
+    means = []
     with tf.Session(target, graph=graph, config=config) as sess:
         for i in range(num_inputs):
             predictions = []
-            for k in list(on_time):
+            for k in range(num_predictors):
                 try:
                     index, value = sess.run(dequeues[k])
+                    while int(index) < i:  # stale: it belongs to an earlier input
+                        index, value = sess.run(dequeues[k])
                 except tf.errors.DeadlineExceededError:
-                    on_time.remove(k)
                     continue
-                if int(index) == i:
-                    predictions.append(float(value))
+                predictions.append(float(value))
             means.append(sum(predictions) / len(predictions) if predictions else None)
     return means
 

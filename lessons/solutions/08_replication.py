@@ -3,10 +3,12 @@
 
 def clients_and_threads(replication, mode, workers):
     """In-graph: one client; synchronous, one thread runs every tower; asynchronous, a
-    thread per tower. Between-graph: a one-thread client per worker."""
+    thread per tower. Between-graph: a client per worker, each a one-thread loop; in sync
+    mode the chief also starts SyncReplicasOptimizer's queue runner, two more threads that
+    call the session (sync_token_q's EnqueueMany, and close_on_stop), as on real TF 2.21."""
     if replication == "in-graph":
         return 1, 1 if mode == "sync" else workers
-    return workers, workers
+    return workers, workers + 2 if mode == "sync" else workers
 
 
 def averaging_device(replication, mode):

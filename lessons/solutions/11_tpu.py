@@ -19,6 +19,6 @@ def steps_per_execution_for_90_percent():
 
 
 def batches_that_compile(candidates):
-    """Every batch must split evenly over the 8 cores, and the epoch must end without a
-    partial batch (1,024 a multiple of the batch)."""
+    """With static shapes only, every batch must split evenly over the 8 cores, and the
+    epoch must end without a partial batch (1,024 a multiple of the batch)."""
     return {b for b in candidates if b % CORES == 0 and DATASET % b == 0}

@@ -55,6 +55,23 @@ def aggregator(tf, target, prediction_queue, num_predictors, num_inputs, timeout
     return means
 '''
 
+# issue 28: three aggregators that the checks used to accept, each the reference one with a
+# change: 0.0 where None is due; a stale prediction dropped with this input's turn; a predictor
+# that missed a deadline never asked again (the reference solution's rule until then)
+SOLUTION = (lessons.solution_path(FOLDER)).read_text(encoding="utf-8")
+AGGREGATOR = SOLUTION[SOLUTION.index("def aggregator("):SOLUTION.index("def choose_capacity")]
+ZERO = AGGREGATOR.replace("if predictions else None", "if predictions else 0.0")
+DROPS_IN_TIME = AGGREGATOR.replace(
+    "while int(index) < i:  # stale: it belongs to an earlier input\n"
+    "                        index, value = sess.run(dequeues[k])",
+    "if int(index) < i:  # stale, and with it this input's turn\n"
+    "                        continue")
+GIVES_UP = AGGREGATOR.replace("for k in range(num_predictors):", "for k in list(on_time):") \
+    .replace("means = []", "on_time, means = list(range(num_predictors)), []") \
+    .replace("                    continue\n                predictions",
+             "                    on_time.remove(k)\n                    continue\n"
+             "                predictions")
+
 TOO_MANY = '''
 def choose_pipeline():
     return 16, 3
@@ -88,6 +105,32 @@ def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
     assert "adds no throughput" in r["pipeline"].hint
 
 
+@pytest.mark.parametrize("source,message,hint", [
+    (ZERO, "all three predictors late for input 0: the aggregator returned [0.0, 2.0, ",
+     "no prediction of input 0 came in time: it has no mean, None"),
+    (DROPS_IN_TIME, "predictor 2 late for inputs 0 to 2 only (its first prediction takes about "
+     "7 ms, the next ones 35 us): the aggregator returned [0.0, 1.5, 3.0, 4.5, 6.0], expected "
+     "[0.0, 1.5, 3.0, 6.0, 8.0]", "a predictor that missed a deadline may be on time"),
+    (GIVES_UP, "predictor 2 late for inputs 0 to 2 only", "a predictor that missed a deadline"),
+])
+def test_aggregators_wrong_on_a_predictor_late_once(tmp_path, source, message, hint):
+    """Issue 28: None where no prediction came, a predictor asked again after a missed
+    deadline, and a stale prediction dropped without losing the in-time one behind it."""
+    assert source != AGGREGATOR  # each is a change of the reference solution
+    mine = tmp_path / "mine.py"
+    mine.write_text(source)
+    r = {c.name: c for c in lessons.run_checks("06", file=mine, exercise="aggregator")}
+    assert not r["late_once"].passed
+    assert r["late_once"].message.startswith(message), r["late_once"].message
+    assert r["late_once"].hint.startswith(hint)
+
+
+def test_the_reference_aggregator_passes_the_late_once_check():
+    checks, solution = load("checks"), load("solution")
+    assert checks.check_late_once(solution).startswith("late once")
+    assert checks.check_slow_predictor(solution).startswith("one slow predictor")
+
+
 @pytest.mark.realtf
 @pytest.mark.timeout(150)
 def test_padded_batch_shapes_agree_with_real_tf():
@@ -107,6 +150,10 @@ NOTEBOOK_TEXT = ["OutOfRangeError: FIFOQueue 'q' is closed and has insufficient 
                  "by priority: [1, 2, 3] [10, 20, 30]",
                  "3 loader threads: 20 steps in 3.3 ms, trainer starved 5% of the time",
                  "impatient: gave up at 2.0 ms",
+                 # issue 28: the figures draw a training run, not the size() run or the
+                 # end-of-sequence run
+                 "the figure: training step 2, 24 spans",
+                 "the figure: step 1, lanes ['CPU:0', 'RunGraph', 'tf.data']",
                  "real TF: {'static shape': '(3, None)', 'batch': [[1, 2, 0], [3, 0, 0], "
                  "[4, 5, 6]], 'empty dequeue': 'DeadlineExceededError'}",
                  "not done yet: exercise choose_pipeline",

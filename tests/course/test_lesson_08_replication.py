@@ -3,7 +3,9 @@ to give with their hints, the in-graph program, and the notebook, which runs tha
 real TF beside simdist (test_lesson_checks.py runs its checks on the solution and the stubs;
 test_lessons_format.py checks that the committed notebooks are fresh)."""
 
+import os
 import re
+import subprocess
 import types
 
 import pytest
@@ -39,6 +41,18 @@ WRONG_CLIENTS = [
     ("def clients_and_threads(r, m, n): return 1, 1 if m == 'sync' else n",  # one client always
      "clients_and_threads('between-graph', 'sync', 2) returned (1, 1); the simulator has 2",
      "between-graph replication: every worker task runs its own client"),
+    # issue 28: the answer the check used to hold right forgets the sync chief's queue runner
+    ("def clients_and_threads(r, m, n): return (1, 1 if m == 'sync' else n) if r == 'in-graph' "
+     "else (n, n)",
+     "clients_and_threads('between-graph', 'sync', 2) returned (2, 2); the simulator has 2 "
+     "client program(s) and 4 thread(s) calling Session.run (sync_token_q/QueueRunner 0, "
+     "sync_token_q/close_on_stop, worker:0, worker:1)",
+     "besides each worker's training loop, the sync chief starts the SyncReplicasOptimizer's "
+     "queue runner"),
+    ("def clients_and_threads(r, m, n): return (1, 1 if m == 'sync' else n) if r == 'in-graph' "
+     "else (n, n + 2)",  # the queue runner's threads in async mode too
+     "clients_and_threads('between-graph', 'async', 2) returned (2, 4)",
+     "asynchronous between-graph: no queue runner"),
     ("def clients_and_threads(r, m, n): return (1, 1) if r == 'in-graph' else (n, n)",
      "clients_and_threads('in-graph', 'async', 2) returned (1, 1); the simulator has 1 client "
      "program(s) and 2 thread(s)", "asynchronous in-graph: each tower's train op"),
@@ -88,6 +102,97 @@ def test_wrong_clients_fail_with_their_hint(checks, source, message, hint):
     assert failed.message.startswith(message) and str(failed.hint).startswith(hint)
     if "expected a pair" not in message:  # the detail: where the simulator shows it
         assert "in_graph_training(...).threads" in str(failed.detail)
+
+
+RIGHT_CLIENTS = ("def clients_and_threads(r, m, n):\n"
+                 "    if r == 'in-graph':\n"
+                 "        return {o}1, 1 if m == 'sync' else n{c}\n"
+                 "    return {o}n, n + 2 if m == 'sync' else n{c}\n")
+
+
+@pytest.mark.parametrize("o,c", ["()", "[]"])
+def test_the_sync_chief_s_queue_runner_threads_count(checks, o, c):
+    """Issue 28: the chief of synchronous between-graph training runs two more threads that
+    call the session; the answer that counts them passes, as a tuple or as a list (the one
+    rule of course/answers.py)."""
+    namespace = {}
+    exec(RIGHT_CLIENTS.format(o=o, c=c), namespace)  # noqa: S102
+    assert checks.check_clients(types.SimpleNamespace(**namespace)).startswith("right for")
+    assert checks.simulated("between-graph", "sync", 2)[1] == (
+        "sync_token_q/QueueRunner 0", "sync_token_q/close_on_stop", "worker:0", "worker:1")
+    assert checks.simulated("between-graph", "async", 4)[1] == (
+        "worker:0", "worker:1", "worker:2", "worker:3")
+
+
+REAL_THREADS = """
+import os, socket, threading
+import tensorflow as tf
+from tensorflow.python.client import session
+tf1 = tf.compat.v1
+tf1.disable_eager_execution()
+
+
+def port():
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+spec = tf1.train.ClusterSpec({"ps": [f"localhost:{port()}"],
+                              "worker": [f"localhost:{port()}", f"localhost:{port()}"]})
+servers = [tf1.train.Server(spec, "worker", k) for k in (0, 1)]
+tf1.train.Server(spec, "ps", 0)
+calling = set()
+run, make_callable = session.BaseSession.run, session.BaseSession.make_callable
+
+
+def recorded(method):
+    def call(self, *args, **kwargs):
+        calling.add(threading.current_thread().name)
+        return method(self, *args, **kwargs)
+    return call
+
+
+session.BaseSession.run = recorded(run)
+session.BaseSession.make_callable = recorded(make_callable)  # QueueRunner's enqueue thread
+
+
+def worker(k):
+    with tf1.Graph().as_default():
+        setter = tf1.train.replica_device_setter(worker_device=f"/job:worker/task:{k}",
+                                                 cluster=spec)
+        with tf1.device(setter):
+            step = tf1.train.get_or_create_global_step()
+            w = tf1.get_variable("w", initializer=1.0)
+            opt = tf1.train.SyncReplicasOptimizer(tf1.train.GradientDescentOptimizer(0.1), 2, 2)
+            train = opt.minimize(tf1.square(w), global_step=step)
+        hooks = [opt.make_session_run_hook(k == 0), tf1.train.StopAtStepHook(last_step=4)]
+        with tf1.train.MonitoredTrainingSession(servers[k].target, is_chief=k == 0, hooks=hooks,
+                                                stop_grace_period_secs=1) as sess:
+            while not sess.should_stop():
+                sess.run(train)
+
+
+threads = [threading.Thread(target=worker, args=(k,), name=f"worker:{k}") for k in (0, 1)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(90)
+print(sorted(calling))
+os._exit(0)
+"""
+
+
+@pytest.mark.realtf
+@pytest.mark.timeout(200)
+def test_real_tf_s_sync_chief_runs_the_same_threads(python):
+    """On real TF 2.21 the threads that run ops through a session in synchronous between-graph
+    training on 2 workers are the two loops and the chief's two queue-runner threads."""
+    proc = subprocess.run([python, "-c", REAL_THREADS], capture_output=True, text=True,
+                          timeout=180, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert proc.stdout.strip().splitlines()[-1] == str(sorted(
+        ["QueueRunnerThread-sync_token_q-close_on_stop",
+         "QueueRunnerThread-sync_token_q-sync_token_q_EnqueueMany", "worker:0", "worker:1"]))
 
 
 @pytest.mark.parametrize("source,message,hint", WRONG_AVERAGING)

@@ -81,7 +81,8 @@ WRONG_BYTES = {
              "workers * parameters * 32 // ps", "returned (6400000, 6400000)",
              "bytes, not bits"),
     "one number": ("    return workers * parameters * 4 // ps",
-                   "returned 800000, expected a pair (received, sent)", "return two numbers"),
+                   "returned 800000, expected a pair of numbers (received, sent)",
+                   "return two numbers"),
 }
 
 
@@ -94,6 +95,25 @@ def test_wrong_byte_counts_get_a_hint_aimed_at_the_mistake(mistake):
     if "pair" not in message:
         assert "the simulated ps NIC received" in r.message
         assert r.detail.startswith("received = workers x parameters")
+
+
+def test_a_pair_may_be_a_list_and_its_numbers_numpy_s():
+    """Issue 28, one rule for the types of answers (course/answers.py): a pair is a tuple or
+    a list, its numbers ints or floats, NumPy's included."""
+    body = ("    import numpy as np\n"
+            "    return [np.int64(workers * parameters * BYTES[dtype] // ps), "
+            "workers * parameters * 4 / ps]")
+    assert _result("ps_nic_bytes", BYTES + body).passed
+
+
+def test_greedy_load_balancing_is_said_to_place_never_to_cut():
+    """Issue 28: GreedyLoadBalancingStrategy never cut a variable, and TF 2.21 has none."""
+    for name, words in (("lesson.md", ("it never cuts one", "gone from TF 2.21",
+                                       "fixed_size_partitioner")),
+                        ("lesson.zh.md", ("从不切分变量", "TF 2.21 里已经没有了",
+                                          "fixed_size_partitioner"))):
+        text = (FOLDER / name).read_text(encoding="utf-8")
+        assert all(word in text for word in words), name
 
 
 @pytest.mark.parametrize("answer, message, hint", [

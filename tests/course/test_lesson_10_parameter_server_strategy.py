@@ -63,12 +63,41 @@ def test_wrong_run_counts_get_a_hint_aimed_at_the_mistake(answer, hint):
         assert r.message == f"you predicted {answer} function runs; the simulation started 6"
 
 
+def test_the_check_all_table_stays_aligned_on_this_lesson_s_long_name():
+    """Issue 28: ``simdist check --all``'s row of 10_parameter_server_strategy (28 letters,
+    30 with " *") pushed its columns right of every other row's."""
+    from course.status import LessonStatus, format_progress
+
+    rows = [LessonStatus(lesson, "", started, {"f": (1, "passes")}, 1, 2)
+            for lesson, started in (("09_network", True), ("10_parameter_server_strategy", False),
+                                    ("10_parameter_server_strategy", True))]
+    for lang in ("en", "zh"):
+        lines = format_progress(rows, lang).splitlines()[1:-1]
+        assert len({line.index("1/1") for line in lines}) == 1, lines
+        assert len({line.index("✓") for line in lines}) == 1, lines
+
+
+def test_the_lesson_explains_the_epoch_behind_the_turn_at_k_10():
+    """Issue 28: the steps_per_execution curve turns at k = 10 because of the per-epoch join,
+    which the lesson says in both languages."""
+    for name, words in (("lesson.md", ("**epoch**", "coordinator.join()", "k = 10")),
+                        ("lesson.zh.md", ("**周期**", "coordinator.join()", "k = 10"))):
+        text = (ROOT / "lessons" / "10_parameter_server_strategy" / name).read_text("utf-8")
+        assert all(word in text for word in words), name
+
+
 @pytest.mark.parametrize("answer, message, hint", [
     (1, "steps_per_execution=1 trains the 40 steps in 4.29 ms (at most 2.5 ms wanted)",
      "each function costs the coordinator 100 us"),
     (2, "steps_per_execution=2 trains the 40 steps in 2.89 ms", "each function costs"),
-    (10, "steps_per_execution=10 trains the 40 steps in 3.24 ms", "4 long functions on 2"),
-    (40, "steps_per_execution=40 trains the 40 steps in 2.88 ms", "1 long function on 2"),
+    # issue 28: k = 10 is slow because an epoch of 10 steps is one function, not because 4
+    # functions cannot share 2 workers
+    (10, "steps_per_execution=10 trains the 40 steps in 3.24 ms",
+     "an epoch is 16 steps (1,024 examples in batches of 64), cut down to a multiple of 10: 10 "
+     "steps, ONE function; the coordinator joins at the end of every epoch"),
+    (20, "steps_per_execution=20 trains the 40 steps in 3.00 ms",
+     "an epoch is 16 steps (1,024 examples in batches of 64), raised to one function of 20"),
+    (40, "steps_per_execution=40 trains the 40 steps in 2.88 ms", "one function of all 40 steps"),
     (8, "steps_per_execution=4 also trains within 2.5 ms (2.29 ms)", "the smallest that does"),
     (3, "choose_steps_per_execution returned 3, expected one of", "return a divisor"),
 ])

@@ -26,6 +26,13 @@ WRONG_ICI = {
              "returned 1,536,800", "bytes, not bits"),
     "the whole tensor each round": ("    return 2 * (x - 1 + y - 1) * n", "returned 614,720",
                                     "a ring of p chips sends 2(p - 1) pieces"),
+    # issue 28: rounding down, or not per piece, passed while no torus had a side of 3
+    "floor": ("    return sum(2 * (p - 1) * (n // p) for p in (x, y))",
+              "ici_bytes_per_chip(4, 3, 76840) returned 217,712; each chip of the simulated 4x3 "
+              "slice sent 217,716 bytes", "a piece of nbytes / p that does not divide evenly is "
+              "rounded UP"),
+    "rounded once": ("    return round(sum(2 * (p - 1) * n / p for p in (x, y)))",
+                     "ici_bytes_per_chip(4, 3, 76840) returned 217,713", "a piece of nbytes / p"),
     "a float": ("    return sum(2 * (p - 1) * n / p for p in (x, y))",
                 "returned 192100.0, expected an int", "return a number of bytes"),
 }
@@ -59,18 +66,43 @@ def test_wrong_steps_per_execution_get_what_is_wrong_and_a_hint(answer, message,
 @pytest.mark.parametrize("body, message, hint", [
     ("{b for b in c if b % 8 == 0}", "returned [48, 64, 96, 128, 256]: it includes [48, 96], "
      "which fail", "without drop_remainder the epoch ends with a partial batch"),
-    ("{b for b in c if 1024 % b == 0 or b % 8 == 0}", "includes [48, 96]",
+    ("{b for b in c if 1024 % b == 0 or b % 8 == 0}", "includes [4, 48, 96]",
+     "each of the 8 cores gets the same static shape"),
+    ("{b for b in c if b % 8 == 0 or 1024 % b == 0 and b > 8}", "includes [48, 96]",
      "without drop_remainder"),
     ("{b for b in c if 1000 % b == 0 or b % 8 == 0 and 1024 % b == 0}",
-     "it includes [100], which fail", "each of the 8 cores gets the same static shape"),
+     "it includes [4, 100], which fail", "each of the 8 cores gets the same static shape"),
+    # issue 28: two rules that passed while no candidate told them from the right one
+    ("{b for b in c if 1024 % b == 0}", "returned [4, 64, 128, 256]: it includes [4], which "
+     "fail", "each of the 8 cores gets the same static shape"),
+    ("{b for b in c if b % 4 == 0 and 1024 % b == 0}", "it includes [4], which fail",
+     "each of the 8 cores gets the same static shape"),
     ("{64, 128}", "it leaves out [256], which train", "a multiple of 8 that divides 1,024"),
-    ("[64, 128, 256]", "returned [64, 128, 256], expected a set of ints",
-     "return a set of batch sizes"),
+    ("64", "returned 64, expected a set of ints", "return a set of batch sizes"),
+    ("{64, 128, 256.0}", "expected a set of ints", "return a set of batch sizes"),
 ])
 def test_wrong_batch_sets_get_what_is_wrong_and_a_hint(body, message, hint):
     r = _result("batches_that_compile", f"def batches_that_compile(c):\n    return {body}")
     assert not r.passed and message in r.message, r.message
     assert r.hint.startswith(hint), r.hint
+
+
+@pytest.mark.parametrize("body", ["[64, 128, 256]", "(256, 128, 64, 64)",
+                                  "frozenset({64, 128, 256})"])
+def test_the_right_batches_pass_as_any_collection(body):
+    """Issue 28, one rule for the types of answers (course/answers.py): a choice whose order
+    says nothing may be a set, a list or a tuple."""
+    r = _result("batches_that_compile", f"def batches_that_compile(c):\n    return {body}")
+    assert r.passed, r.message
+
+
+def test_the_lesson_says_tf_2_21_pads_a_partial_batch_by_default():
+    """Issue 28: a partial batch is an error with static shapes only, not by default."""
+    for name in ("lesson.md", "lesson.zh.md"):
+        text = (FOLDER / name).read_text(encoding="utf-8")
+        assert "experimental_enable_dynamic_batch_size=False" in text, name
+        assert "tf.distribute.RunOptions" in text, name
+    assert "experimental_enable_dynamic_batch_size=False" in (FOLDER / "exercises.py").read_text()
 
 
 NOTEBOOK_TEXT = ["v3-32     32 cores   16 chips   4 x 4  torus   4 host(s)",

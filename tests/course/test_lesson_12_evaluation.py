@@ -22,7 +22,6 @@ _result = LESSON.result
     ((64, 0), "when worker:1 comes back its per-worker dataset is rebuilt"),
     ((0, 32), "two batches count twice"),
     ((96, 64), "list the batches each worker's iterator hands out"),
-    ([64, 32], "return two numbers of examples"),
     ((64.0, 32.0), "return two numbers of examples"),
 ])
 def test_wrong_visit_counts_get_a_hint_aimed_at_the_mistake(answer, hint):
@@ -69,6 +68,36 @@ def test_wrong_styles_and_runs_get_what_is_wrong_and_a_hint(answer, message, hin
 def test_other_shard_counts_pass_with_their_own_runs(answer, runs):
     r = _result("choose_exactly_once", f"def choose_exactly_once():\n    return {answer!r}")
     assert r.passed and r.message.endswith(runs), r.message
+
+
+@pytest.mark.parametrize("exercise, source", [
+    ("choose_exactly_once", "def choose_exactly_once():\n    return ['exactly_once', 2, 3]"),
+    ("predict_eval_visits", "import numpy as np\n"
+                            "def predict_eval_visits():\n    return [np.int64(64), 32]"),
+])
+def test_a_pair_or_triple_may_be_a_list(exercise, source):
+    """Issue 28, one rule for the types of answers (course/answers.py): a pair or a triple is
+    a tuple or a list, as in every lesson."""
+    r = _result(exercise, source)
+    assert r.passed, r.message
+
+
+def test_a_count_is_no_bool():
+    r = _result("predict_eval_visits", "def predict_eval_visits():\n    return (True, 0)")
+    assert not r.passed and r.message.startswith("predict_eval_visits returned (True, 0), "
+                                                 "expected a pair of ints")
+
+
+def test_tf_keras_is_named_wherever_its_evaluation_apis_are():
+    """Issue 28: pss_evaluation_shards and SidecarEvaluator exist in tf_keras only (Keras 3,
+    TF 2.21's default, has neither): every section that names one says so."""
+    for name in ("lesson.md", "lesson.zh.md"):
+        text = (FOLDER / name).read_text(encoding="utf-8")
+        for section in re.split(r"\n## ", text):
+            if "pss_evaluation_shards" in section or "SidecarEvaluator" in section:
+                assert "tf_keras" in section, (name, section[:60])
+        assert "Keras 3" in text, name
+    assert "tf_keras" in (FOLDER / "exercises.py").read_text(encoding="utf-8")
 
 
 def _ckpts(*numbers):
