@@ -2,8 +2,9 @@
 traces of its timelines, and a contents page with each lesson's goals and check status.
 
 ``build_course`` is what ``simdist course build`` runs. A notebook is executed in a Jupyter
-kernel (nbclient) once and kept (``executed/``); it is executed again only when its cells
-change. While it runs, ``record_timelines`` (run in the kernel, in a cell that is not kept)
+kernel (nbclient, over Unix sockets: no TCP port) once and kept (``executed/``); it is
+executed again only when its code changes (a kept run takes the new Markdown as it is), and
+the notebooks to execute run a few at a time (``jobs``: one kernel per core). While it runs, ``record_timelines`` (run in the kernel, in a cell that is not kept)
 saves the trace of every timeline the lesson draws, so that the page can offer it to Perfetto.
 Lessons come from ``lessons.list_lessons``, their notebooks from ``notebooks/`` and, for each
 other edition, from ``notebooks/LANG/`` (``notebooks.notebook_path``: ``notebooks/zh/``).
@@ -14,7 +15,10 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +55,7 @@ class Page:
     run: str = ""  # "kept": a kept run reused; "now": executed by this build; "": neither
     errors: list = field(default_factory=list)
     figures: int = 0
-    first_figure: str = ""
+    key_figure: str = ""  # the figure the contents page shows as the lesson's thumbnail
     traces: int = 0
 
     @property
@@ -123,6 +127,36 @@ def same_cells(a, b) -> bool:
     return cells(a) == cells(b)
 
 
+def same_code(a, b) -> bool:
+    """True when two notebooks have the same code cells, in order (Markdown aside)."""
+    def code(nb):
+        return [H._text(c.source) for c in nb.cells if c.cell_type == "code"]
+    return code(a) == code(b)
+
+
+def with_outputs_of(kept, source):
+    """``source`` with the outputs of ``kept``'s code cells (``same_code``): an executed
+    notebook whose Markdown was edited after it ran, without running it again."""
+    import copy
+
+    outputs = iter([c for c in kept.cells if c.cell_type == "code"])
+    nb = copy.deepcopy(source)
+    nb.cells = [next(outputs) if c.cell_type == "code" else c for c in nb.cells]
+    return nb
+
+
+@contextmanager
+def local_kernel(kernel_name: str = "python3"):
+    """A Jupyter kernel manager whose kernel talks over Unix sockets in a private temporary
+    folder (removed after): no TCP port is opened, and ipykernel has no reason to warn
+    about unencrypted TCP."""
+    from jupyter_client import KernelManager
+
+    with tempfile.TemporaryDirectory(prefix="distlab-kernel-") as folder:
+        yield KernelManager(kernel_name=kernel_name, transport="ipc",
+                            ip=os.path.join(folder, "kernel"))
+
+
 def record_timelines(directory) -> None:
     """Run in a notebook's kernel: from now on, every trace drawn by ``TRACE_PLOTS`` is also
     saved in ``directory`` (``trace-N.json``), and the cell that drew it gets an output
@@ -186,11 +220,11 @@ def execute(notebook: Path, traces: Path, timeout: float = 600,
         if on_cell is not None and cell_index > 0:
             on_cell(code.index(cell_index - 1) + 1, len(code))
 
-    client = nbclient.NotebookClient(
-        nb, timeout=timeout, kernel_name=nb.metadata.get("kernelspec", {}).get(
-            "name", "python3"), allow_errors=True, on_cell_execute=started,
-        resources={"metadata": {"path": str(notebook.parent)}})
-    with _kernel_imports_this_simdist():
+    kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
+    with _kernel_imports_this_simdist(), local_kernel(kernel) as km:
+        client = nbclient.NotebookClient(
+            nb, km=km, timeout=timeout, allow_errors=True, on_cell_execute=started,
+            resources={"metadata": {"path": str(notebook.parent)}})
         client.execute()
     hidden = nb.cells.pop(0)
     if hidden.outputs:
@@ -199,26 +233,40 @@ def execute(notebook: Path, traces: Path, timeout: float = 600,
     return nb
 
 
-def executed_notebook(page: Page, cache: Path, execute_missing: bool = True,
-                      again: bool = False, timeout: float = 600, on_cell=None):
-    """The page's notebook with outputs: the one in ``cache`` while its cells are the same
-    as the notebook's, else a fresh run (kept in ``cache``); without ``execute_missing``,
-    the notebook as committed. Returns (notebook, where its traces are, or None)."""
+def kept_run(page: Page, cache: Path, again: bool = False):
+    """The page's kept executed notebook when its code is the notebook's (with the
+    notebook's Markdown), else None. Returns (notebook, where its traces are, or None)."""
     import nbformat
 
     source = nbformat.read(page.notebook, as_version=4)
     kept = cache / page.prefix / page.notebook.name
     traces = cache / page.prefix / f"{page.name}.traces"
-    if not again and kept.is_file():
-        nb = nbformat.read(kept, as_version=4)
-        if same_cells(nb, source):
-            page.run = "kept"
-            return nb, traces if traces.is_dir() else None
+    if again or not kept.is_file():
+        return None
+    nb = nbformat.read(kept, as_version=4)
+    if not same_code(nb, source):
+        return None
+    page.run = "kept"
+    return with_outputs_of(nb, source), traces if traces.is_dir() else None
+
+
+def executed_notebook(page: Page, cache: Path, execute_missing: bool = True,
+                      again: bool = False, timeout: float = 600, on_cell=None):
+    """The page's notebook with outputs: the one in ``cache`` while its code cells are the
+    same as the notebook's (``kept_run``), else a fresh run (kept in ``cache``); without
+    ``execute_missing``, the notebook as committed. Returns (notebook, where its traces are,
+    or None)."""
+    import nbformat
+
+    kept = kept_run(page, cache, again)
+    if kept is not None:
+        return kept
     if not execute_missing:
-        return source, None
+        return nbformat.read(page.notebook, as_version=4), None
+    traces = cache / page.prefix / f"{page.name}.traces"
     nb = execute(page.notebook, traces, timeout, on_cell)
-    with atomic_output(kept) as tmp:  # a killed build leaves no broken kept run
-        nbformat.write(nb, tmp)
+    with atomic_output(cache / page.prefix / page.notebook.name) as tmp:
+        nbformat.write(nb, tmp)  # a killed build leaves no broken kept run
     page.run = "now"
     return nb, traces
 
@@ -278,6 +326,21 @@ def _checks_html(page: Page, status: Status) -> str:
             f'<ul class="checks">{items}</ul></details>')
 
 
+#: a lesson names its key figure (the thumbnail) in its Markdown: <!-- key figure: 3 -->
+_KEY_FIGURE = re.compile(r"<!--\s*key figure:\s*(\d+)\s*-->")
+
+
+def key_figure(nb, assets) -> str:
+    """The page's key figure: the one its Markdown names, else its largest PNG (the one
+    with the most drawn in it), else ''."""
+    for cell in nb.cells:
+        m = _KEY_FIGURE.search(H._text(cell.source)) if cell.cell_type == "markdown" else None
+        if m and 1 <= int(m.group(1)) <= len(assets.written):
+            return assets.written[int(m.group(1)) - 1]
+    pngs = [name for name in assets.written if name.endswith(".png")]
+    return max(pngs, key=lambda name: (assets.folder / name).stat().st_size, default="")
+
+
 def lesson_page(page: Page, nb, traces: Path | None, status: Status, out: Path,
                 pages: list[Page]) -> str:
     """Write the page's figures and traces under ``out`` and return its HTML."""
@@ -303,7 +366,7 @@ def lesson_page(page: Page, nb, traces: Path | None, status: Status, out: Path,
         page.traces += len(H.traces_of(cell))
         cells.append(H.cell_html(cell, assets, headings, f"{page.name}/traces", page.lang))
     page.figures = len(assets.written)
-    page.first_figure = assets.written[0] if assets.written else ""
+    page.key_figure = key_figure(nb, assets)
     same_lang = [p for p in pages if p.lang == page.lang]
     at = same_lang.index(page)
     prev = same_lang[at - 1] if at > 0 else None
@@ -349,8 +412,8 @@ def index_page(pages: list[Page], statuses: dict, guides: list | None = None) ->
                     f'{say["notebook"]}</a>', f'{page.figures} {say["figures"]}',
                     f'{page.traces} {say["traces"]}']
             thumb = (f'<a href="{page.href}"><img class="thumb" src="{page.prefix}{page.name}/'
-                     f'figure-01.png" alt="the first figure of {H.esc(page.name)}"></a>'
-                     if page.first_figure == "figure-01.png" else "")
+                     f'{page.key_figure}" alt="the key figure of {H.esc(page.name)}"></a>'
+                     if page.key_figure else "")
             cards.append(f"""<article class="lesson" id="{H.esc(page.prefix)}{page.name}">
 {thumb}<h3><a href="{page.href}">{H.esc(page.title or page.name)}</a></h3>
 {_status_html(statuses[page.name], lang=lang)}
@@ -384,7 +447,8 @@ built (<code>simdist course build</code>).</p>
 def build_course(out, folder=None, only=None, executed=None, execute_missing=True,
                  again=False, checks=True, timeout: float = 600,
                  log: Callable[[str], None] = print,
-                 on_cell: Callable[[Page, int, int], None] | None = None) -> list[Page]:
+                 on_cell: Callable[[Page, int, int], None] | None = None,
+                 jobs: int = 1) -> list[Page]:
     """Write the site into ``out``: ``index.html``, a page per lesson and language, their
     figures, traces and executed notebooks, ``course.css`` and ``course.js``; with every lesson
     built (no ``only``), the guides of the checkout's ``docs/`` beside them.
@@ -393,8 +457,9 @@ def build_course(out, folder=None, only=None, executed=None, execute_missing=Tru
     where executed notebooks are kept and reused (default ``out/executed``); ``again``:
     execute even when a kept one is current; ``execute_missing=False``: never execute
     (notebooks without a kept run are shown without outputs); ``checks``: run each lesson's
-    checks for its status. ``log`` gets a line per step, ``on_cell(page, i, n)`` is called
-    before each code cell runs. Returns the pages, with what each one holds.
+    checks for its status; ``jobs``: notebooks executed at once (a kernel each). ``log``
+    gets a line per step, ``on_cell(page, i, n)`` is called before each code cell runs (from
+    the job's thread). Returns the pages, with what each one holds.
     """
     out = Path(out)
     lessons = list(only) if only else list_lessons(folder)
@@ -408,17 +473,22 @@ def build_course(out, folder=None, only=None, executed=None, execute_missing=Tru
         if checks:
             log(f"[{i}/{len(lessons)}] {lesson.name}: running its checks (simdist check)")
         statuses[lesson.name] = lesson_status(lesson) if checks else Status(None)
-    for i, page in enumerate(pages, 1):
+    def run(i, page):
         log(f"[{i}/{len(pages)}] {page.prefix}{page.name}: its notebook")
-        nb, traces = executed_notebook(
+        return executed_notebook(
             page, cache, execute_missing, again, timeout,
             (lambda k, n, page=page: on_cell(page, k, n)) if on_cell else None)
-        html = lesson_page(page, nb, traces, statuses[page.name], out, pages)
-        write_atomic(out / page.href, html)
-        log(f"      wrote {page.href}: {page.figures} figures, {page.traces} traces"
-            + (f", {len(page.errors)} cell error(s)" if page.errors else "")
-            + {"kept": " (a kept run: its cells have not changed)", "now": "",
-               "": " (no outputs: not executed)"}[page.run])
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # a kernel per job
+        runs = [pool.submit(run, i, page) for i, page in enumerate(pages, 1)]
+        for page, done in zip(pages, runs):
+            nb, traces = done.result()
+            html = lesson_page(page, nb, traces, statuses[page.name], out, pages)
+            write_atomic(out / page.href, html)
+            log(f"      wrote {page.href}: {page.figures} figures, {page.traces} traces"
+                + (f", {len(page.errors)} cell error(s)" if page.errors else "")
+                + {"kept": " (a kept run: its code has not changed)", "now": "",
+                   "": " (no outputs: not executed)"}[page.run])
     docs = lessons_dir(folder).resolve().parent / "docs"
     guides = write_guides(out, docs) if docs.is_dir() and not only else []
     if guides:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from course import lessons
+from course.site import local_kernel
 from simdist.sim.launcher import run_mpi
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,9 +54,10 @@ def run_notebook(notebook, monkeypatch, cell_timeout=240):
     monkeypatch.setenv("PYTHONPATH", path)  # the kernel imports simdist from this checkout
     notebook = Path(notebook)
     nb = nbformat.read(notebook, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=cell_timeout, kernel_name="python3",
-                                     resources={"metadata": {"path": str(notebook.parent)}})
-    client.execute()
+    with local_kernel() as km:  # over Unix sockets, as the course build runs them
+        client = nbclient.NotebookClient(nb, km=km, timeout=cell_timeout,
+                                         resources={"metadata": {"path": str(notebook.parent)}})
+        client.execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     errors = [f"{o.ename}: {o.evalue}" for o in outputs if o.output_type == "error"]
     assert not errors, errors

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -33,7 +34,8 @@ def build(argv: list[str]) -> int:
                     "check status) and a page per lesson rendered from its executed notebook, "
                     "with every figure and the traces of its timelines for Perfetto. Nothing "
                     "on it is loaded from the network. Notebooks are executed once and kept; "
-                    "a kept run is reused while the notebook's cells are unchanged.")
+                    "a kept run is reused while the notebook's code is unchanged (its "
+                    "Markdown is taken as it is now).")
     parser.add_argument("lessons", nargs="*", metavar="NN", help="lessons to build "
                                                                  "(default: all)")
     parser.add_argument("-o", "--out", default="out/course", metavar="DIR",
@@ -52,11 +54,18 @@ def build(argv: list[str]) -> int:
                         help="do not run the lessons' checks (no status on the pages)")
     parser.add_argument("--timeout", type=float, default=600, metavar="S",
                         help="seconds a notebook cell may run (default 600)")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help="notebooks executed at once, a Jupyter kernel each (default: "
+                             "this machine's cores)")
     parser.add_argument("--lessons-dir", metavar="DIR", help="the lessons folder (default: "
                                                               "the repository's lessons/)")
     args = parser.parse_args(argv)
     if not args.timeout > 0:
         print(f"simdist course build: error: --timeout {args.timeout}: expected seconds > 0",
+              file=sys.stderr)
+        return 2
+    if not 1 <= args.jobs <= 64:
+        print(f"simdist course build: error: --jobs {args.jobs}: expected 1 to 64",
               file=sys.stderr)
         return 2
     live = sys.stdout.isatty()
@@ -66,11 +75,12 @@ def build(argv: list[str]) -> int:
         print(("\r" + " " * 79 + "\r" if live else "") + line, flush=True)
 
     def on_cell(page, k, n):  # a progress line a terminal rewrites in place
+        where = f"{page.prefix}{page.name}: cell {k}/{n}"
         if live:
-            print(f"\r      cell {k}/{n}  ({time.monotonic() - started:.0f} s)", end="",
+            print(f"\r      {where}  ({time.monotonic() - started:.0f} s)", end="",
                   flush=True)
         elif k == n or k % 10 == 0:
-            print(f"      cell {k}/{n}", flush=True)
+            print(f"      {where}", flush=True)
 
     try:
         check_output_folder(args.out, "-o")
@@ -79,7 +89,7 @@ def build(argv: list[str]) -> int:
         only = [find_lesson(x, args.lessons_dir) for x in args.lessons] or None
         pages = build_course(args.out, args.lessons_dir, only, args.executed,
                              not args.no_execute, args.again, not args.no_checks,
-                             args.timeout, log, on_cell)
+                             args.timeout, log, on_cell, args.jobs)
     except (LessonError, InvalidArgumentError) as error:
         print(f"simdist course build: error: {error}", file=sys.stderr)
         return 2

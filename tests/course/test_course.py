@@ -186,7 +186,8 @@ def test_a_kept_run_of_other_cells_is_not_used(repo, capsys):
     kept = repo / "site" / "executed"
     executed_copy(repo / "notebooks" / "01_tiny.ipynb", kept)
     nb = nbformat.read(kept / "01_tiny.ipynb", as_version=4)
-    nb.cells[2].source = "print(2 + 2)"
+    assert nb.cells[1].cell_type == "code"
+    nb.cells[1].source = "print(2 + 2)"  # a kept run of other code
     nbformat.write(nb, kept / "01_tiny.ipynb")
     assert build(repo, "01", "--no-execute", "--no-checks") == 0
     page = (repo / "site" / "01_tiny.html").read_text()
@@ -194,11 +195,39 @@ def test_a_kept_run_of_other_cells_is_not_used(repo, capsys):
     assert "not checked" in (repo / "site" / "index.html").read_text()
 
 
+def test_a_kept_run_takes_the_markdown_edited_since(repo, capsys):
+    kept = repo / "site" / "executed"
+    executed_copy(repo / "notebooks" / "01_tiny.ipynb", kept)
+    lesson = repo / "lessons" / "01_tiny"
+    (lesson / "lesson.md").write_text(LESSON.replace("Then more text.", "Then new words."))
+    write_notebook(lesson)  # the same code, other Markdown
+    assert build(repo, "01", "--no-execute", "--no-checks") == 1  # its kept cell error
+    assert "a kept run: its code has not changed" in capsys.readouterr().out
+    page = (repo / "site" / "01_tiny.html").read_text()
+    assert "Then new words." in page and "Then more text." not in page
+    assert "[####] 4/4\n2\n" in page and "figure-01.png" in page  # the kept outputs
+
+
+def test_the_thumbnail_is_the_key_figure(tmp_path):
+    assets = course_html.Assets(tmp_path, "01_tiny")
+    for size in (10, 300, 50):
+        assets.add(PNG + b"\0" * size, ".png")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Lesson")])
+    assert course.key_figure(nb, assets) == "figure-02.png"  # the most drawn in it
+    nb.cells.append(nbformat.v4.new_markdown_cell("text <!-- key figure: 3 -->"))
+    assert course.key_figure(nb, assets) == "figure-03.png"  # the one the lesson names
+    nb.cells[-1].source = "<!-- key figure: 9 -->"  # no such figure: the largest again
+    assert course.key_figure(nb, assets) == "figure-02.png"
+    assert course.key_figure(nb, course_html.Assets(tmp_path, "none")) == ""
+
+
 def test_bad_input_is_one_line(repo, capsys):
     assert build(repo, "07") == 2
     assert "unknown lesson '07'" in capsys.readouterr().err
     assert build(repo, "--timeout", "0") == 2
     assert "--timeout 0.0: expected seconds > 0" in capsys.readouterr().err
+    assert build(repo, "--jobs", "0") == 2
+    assert "--jobs 0: expected 1 to 64" in capsys.readouterr().err
     assert main(["course"]) == 2
     assert main(["course", "serve", "-d", str(repo / "nothing")]) == 2
     assert "run simdist course build first" in capsys.readouterr().err
@@ -206,13 +235,16 @@ def test_bad_input_is_one_line(repo, capsys):
 
 @pytest.mark.notebook
 @pytest.mark.timeout(120)
-def test_executing_a_notebook_keeps_the_traces_of_its_timelines(repo, capsys):
+def test_executing_a_notebook_keeps_the_traces_of_its_timelines(repo, capfd):
     seen = []
     pages = course.build_course(repo / "site", repo / "lessons", checks=False, log=seen.append,
-                                on_cell=lambda page, k, n: seen.append((page.lang, k, n)))
+                                on_cell=lambda page, k, n: seen.append((page.lang, k, n)),
+                                jobs=2)  # both editions at once, a kernel each
     assert [(p.lang, p.run, p.figures, p.traces, p.errors) for p in pages] == [
         ("en", "now", 1, 1, []), ("zh", "now", 1, 1, [])]
-    assert ("en", 2, 2) in seen
+    assert ("en", 2, 2) in seen and ("zh", 2, 2) in seen
+    # the kernels talk over Unix sockets: no TCP port, no warning about one
+    assert "TCP" not in capfd.readouterr().err
     trace = repo / "site" / "01_tiny" / "traces" / "trace-01.json"
     assert json.loads(trace.read_text())["traceEvents"]
     page = (repo / "site" / "01_tiny.html").read_text()
