@@ -113,3 +113,33 @@ def test_list_models_prints_the_zoo_and_exits(capsys):
     assert stop.value.code == 0
     out = capsys.readouterr().out
     assert "resnet101" in out and "GFLOPs" in out and "activ. MB" in out
+
+
+def test_stragglers_stretch_each_workers_compute_by_its_seeded_draw():
+    from simdist.hardware.stragglers import parse_stragglers
+
+    stragglers = parse_stragglers("lognormal:0.5")
+    result, hw = run(1, flops_per_example=1e9, stragglers=stragglers, seed=3)
+    factors = stragglers.factors(3, 0, 2)
+    compute = hw.device.compute_time_ns(1e9 * 8)
+    apply = hw.device.compute_time_ns(2 * 10**5, 12 * 10**5)
+    first = round(compute * factors[0]) + apply
+    assert result.returns["worker:0"] == [first, first + round(compute * factors[1]) + apply]
+    # synchronous: every worker waits for the slowest one's gradients
+    plain, _ = run(8, fidelity="flow")
+    slow, _ = run(8, fidelity="flow", stragglers=parse_stragglers("exp:0.5"), seed=0)
+    again, _ = run(8, fidelity="flow", stragglers=parse_stragglers("exp:0.5"), seed=0)
+    assert slow.returns == again.returns
+    assert slow.returns["worker:0"][-1] > plain.returns["worker:0"][-1]
+
+
+def test_cli_stragglers_from_measured_step_times(tmp_path, capsys):
+    path = tmp_path / "steps.txt"
+    path.write_text("120ms 118ms 121ms 119ms 450ms\n")
+    argv = ["run", "data_parallel", "--workers", "4", "--steps", "3", "--fidelity", "flow"]
+    assert simdist_main([*argv, "--stragglers", f"empirical:{path}"]) == 0
+    assert "stragglers from 5 measured step times" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as stop:
+        simdist_main([*argv, "--stragglers", "weibull:2"])
+    assert stop.value.code == 2
+    assert "--stragglers: stragglers 'weibull:2'" in capsys.readouterr().err

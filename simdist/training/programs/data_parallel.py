@@ -34,6 +34,7 @@ from simdist.hardware.cluster import ClusterSpec
 from simdist.hardware.devices import Layout
 from simdist.base.errors import InvalidArgumentError
 from simdist.sim.payloads import Phantom
+from simdist.hardware.stragglers import NONE, Stragglers, stragglers_option
 from simdist.hardware.units import count_option, format_bytes, format_ns
 from simdist.training.programs.program import Program
 
@@ -71,6 +72,11 @@ def add_arguments(parser):
                              "parameters (default 0: dense only)")
     parser.add_argument("--lookups", type=int, default=8,
                         help="embedding rows each example looks up (default 8)")
+    parser.add_argument("--stragglers", type=stragglers_option, default=NONE, metavar="SPEC",
+                        help="each worker's forward+backward time times a seeded draw: "
+                             "lognormal:SIGMA, exponential:MEAN (1 + Exp(MEAN)) or "
+                             "empirical:FILE (measured step times over their median); "
+                             "default none")
     add_layout_and_options(parser)
 
 
@@ -136,8 +142,11 @@ def setup(args):
 
 def train(ctx, params: int, steps: int, batch: int, algorithm: str = "ring", *,
           flops_per_example: float | None = None, gradient_dtype: str = "float32",
-          embedding_dim: int = 0, lookups: int = 8, options: dict | None = None):
-    """One worker's training loop (use as a task's main). Returns the end of each step."""
+          embedding_dim: int = 0, lookups: int = 8, options: dict | None = None,
+          stragglers: Stragglers = NONE, seed: int = 0):
+    """One worker's training loop (use as a task's main). Returns the end of each step.
+    With ``stragglers`` each step's forward+backward time is multiplied by the worker's
+    draw (seeded by ``seed`` and the worker)."""
     from simdist.collectives import all_gather, all_reduce
 
     members = range(ctx.num_tasks)  # a range: no list of every worker on every worker
@@ -146,11 +155,17 @@ def train(ctx, params: int, steps: int, batch: int, algorithm: str = "ring", *,
     flops = (6 * params if flops_per_example is None else flops_per_example) * batch
     rows = batch * lookups if embedding_dim else 0  # embedding rows this worker looks up
     slices = Phantom(rows * (embedding_dim * wire + INDEX_BYTES))  # its IndexedSlices
+    factors = stragglers.factors(seed, ctx.order, steps) if stragglers.active else None
     ends = []
     for step in range(steps):
         if rows:
             yield ctx.compute("embedding lookup", nbytes=4 * rows * embedding_dim, step=step)
-        yield ctx.compute("forward+backward", flops=flops, step=step)
+        if factors:
+            alone = ctx.hardware.device.compute_time_ns(flops, tasks=ctx.num_tasks)
+            yield ctx.busy(0, "forward+backward", round(alone * factors[step]), "compute",
+                           flops=flops, step=step, straggler=round(factors[step], 4))
+        else:
+            yield ctx.compute("forward+backward", flops=flops, step=step)
         yield from all_reduce(ctx, members, gradients, algorithm=algorithm, **(options or {}))
         yield ctx.compute("apply gradients", flops=2 * params, nbytes=12 * params, step=step)
         if rows:
@@ -167,7 +182,8 @@ def main(ctx, args):
 
     return train(ctx, int(args.params), args.steps, args.batch, args.algorithm,
                  flops_per_example=args.flops_per_example, gradient_dtype=args.gradient_dtype,
-                 embedding_dim=args.embedding_dim, lookups=args.lookups, options=options(args))
+                 embedding_dim=args.embedding_dim, lookups=args.lookups, options=options(args),
+                 stragglers=args.stragglers, seed=args.seed)
 
 
 def report(result, hardware, args) -> str:
@@ -186,6 +202,7 @@ def report(result, hardware, args) -> str:
             f"{args.params:.3g}-parameter model")
     return (f"\n{args.workers} workers x {args.steps} steps of a {what} "
             f"({args.gradient_dtype} gradients, {args.algorithm} all-reduce{sparse}, "
+            f"{'' if not args.stragglers.active else args.stragglers.describe() + ', '}"
             f"fidelity {result.fidelity}): {format_ns(round(step))} per step simulated")
 
 
