@@ -2,7 +2,8 @@
 counts and sizes with their caps, times, probabilities.
 
 One function per rule, each raising one line that names the value and what was expected
-(``InvalidArgumentError``; ``ResourceExhaustedError`` for arrays past their memory cap).
+(``InvalidArgumentError``; ``ResourceExhaustedError`` for arrays or a run past their memory
+cap).
 ``simdist run`` (the exercise spec, ``simdist.training.exercises``), ``simdist ps`` and
 ``train_on_ps`` (``simdist.training.ps_spec``), ``loader_trainer``, ``ClusterSpec`` and
 realdist's ``real_train_on_ps`` call them, so an option is held to one rule everywhere. The
@@ -26,6 +27,9 @@ MAX_TASKS = 65_536
 #: the most bytes of arrays a program may build from its size options (x4 or so in
 #: copies while it trains): well inside a 4 GiB machine
 MAX_ARRAY_BYTES = 256 << 20
+#: the most memory a whole run may take by its measured estimate (``check_footprint``):
+#: with Python and numpy's own (about 100 MB) still inside a 4 GiB machine
+MAX_RUN_BYTES = 3 << 30
 
 
 def is_int(value) -> bool:
@@ -103,6 +107,16 @@ def check_memory(nbytes: int, what: str, fix: str, most: int = MAX_ARRAY_BYTES) 
             f"{what} = {_size(nbytes)} of arrays, more than simdist's cap of {_size(most)} "
             f"(training holds several copies; the cap keeps a run well inside a 4 GiB "
             f"machine): {fix}")
+
+
+def check_footprint(nbytes: int, given: str, estimate: str, fix: str,
+                    most: int = MAX_RUN_BYTES) -> None:
+    """A run that the options ``given`` (e.g. "--tasks 100000") make take about ``nbytes``
+    of memory (``estimate``: how, from measurements): refused past ``most`` with ``fix``."""
+    if nbytes > most:
+        raise ResourceExhaustedError(
+            f"{given}: about {_size(nbytes)} of memory ({estimate}), more than simdist's cap "
+            f"of {_size(most)} for one run (it keeps a run inside a 4 GiB machine): {fix}")
 
 
 def _size(nbytes: int) -> str:

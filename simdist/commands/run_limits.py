@@ -51,12 +51,23 @@ def add_arguments(parser) -> None:
                                           "rank that stops answering for S seconds ends the job")
 
 
+#: the options of ``simdist run``'s programs whose product makes a run's events (by dest)
+SIZE_OPTIONS = {"workers": "--workers", "tasks": "--tasks", "p": "--participants",
+                "steps": "--steps", "rounds": "--rounds", "pieces": "--pieces"}
+
+
 def check_cost(program, args) -> None:
-    """Refuse a run whose size options promise more events than ``--max-events``."""
+    """Refuse a run whose size options promise more events than ``--max-events``, naming
+    the sizes given."""
     if program.cost is None:
         return
-    check_events(program.cost(args), args.max_events, "give smaller sizes (an all-reduce "
-                 "costs the square of its replicas or tasks)")
+    sizes = ", ".join(f"{flag} {getattr(args, name)}" for name, flag in SIZE_OPTIONS.items()
+                      if isinstance(getattr(args, name, None), int)
+                      and not isinstance(getattr(args, name), bool))
+    check_events(program.cost(args), args.max_events,
+                 f"give smaller sizes than {sizes} (an all-reduce costs the square of its "
+                 "replicas or tasks)" if sizes else "give smaller sizes (an all-reduce costs "
+                 "the square of its replicas or tasks)")
 
 
 @contextlib.contextmanager

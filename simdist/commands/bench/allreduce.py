@@ -37,7 +37,8 @@ import numpy as np
 from simdist.hardware import units
 from simdist.collectives import ALGORITHMS
 from simdist.commands import option_type
-from simdist.base.errors import InvalidArgumentError
+from simdist.base.checks import check_footprint
+from simdist.base.errors import InvalidArgumentError, ResourceExhaustedError
 from simdist.sim.launcher import under_mpiexec
 
 DEFAULT_SIZES = (1 << 10, 16 << 10, 256 << 10, 4 << 20, 16 << 20, 64 << 20)
@@ -45,6 +46,7 @@ TARGET_RATIO = 0.8
 TARGET_MIN_BYTES = 16 << 20
 TARGET_RANKS = 2
 ITEMSIZE = 4  # float32
+COPIES = 6  # buffers of the largest size one rank holds at once (check_memory)
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -57,6 +59,17 @@ def parse_sizes(text: str) -> list[int]:
                 f"size {size} bytes in {text!r}: it must be a whole multiple of {ITEMSIZE} "
                 "bytes (float32 elements)")
     return sizes
+
+
+def check_memory(sizes: list[int], ranks: int) -> None:
+    """Refuse sizes whose buffers would not fit: each rank holds about ``COPIES`` copies of
+    the largest (measured: 256 MiB took 1.55 GiB of resident memory per rank), and all
+    ranks run on this machine."""
+    largest = max(sizes, default=0)
+    check_footprint(ranks * COPIES * largest, f"--sizes {units.format_bytes(largest)} on "
+                    f"{ranks} rank(s)", f"{COPIES} copies of the buffer per rank: its send and "
+                    "receive buffers, the simulated all-reduce's chunks and result",
+                    "give smaller sizes or fewer ranks")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -191,6 +204,12 @@ def run(options) -> int:
 
     transport = MPITransport()
     rank, ranks = transport.rank, transport.size
+    try:  # every rank: all stop at once, rank 0 says why
+        check_memory(options.sizes, ranks)
+    except ResourceExhaustedError as error:
+        if rank == 0:
+            print(f"simdist bench allreduce: error: {error}", file=sys.stderr)
+        return 2
 
     def say(text=""):
         if rank == 0:
@@ -257,6 +276,7 @@ def _launch(options_argv) -> int:
 
     options, argv = options_argv
     check_ranks(options.ranks)
+    check_memory(options.sizes, options.ranks)
     argv = list(_strip_launch_options(argv))
     root = str(Path(__file__).resolve().parents[3])
     path = os.environ.get("PYTHONPATH")
