@@ -25,10 +25,12 @@ from simdist.hardware.device_spec import DeviceSpec
 from simdist.base.errors import InvalidArgumentError
 from simdist.graph.array_ops import convert_to_tensor
 from simdist.graph.dtypes import as_dtype, int32, int64
-from simdist.graph.graph import create_op, format_shape, get_default_graph
+from simdist.graph.data_flow_ops import assert_compatible
+from simdist.graph.graph import create_op, get_default_graph
 from simdist.graph.indexed_slices import IndexedSlices
 from simdist.graph.math_ops import cast
 from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
+from simdist.graph.queue_kernels import tf_dims
 from simdist.graph.variables import resource_key
 
 RESOURCE = "resource"
@@ -56,8 +58,19 @@ class AccumulatorResource:
         self.dtype, self.shape = op.attrs["dtype"], op.attrs["shape"]
         self.reduction = op.attrs["reduction_type"]
         self.sum, self.count, self.global_step = None, 0, 0
-        self.row_shape = None if self.shape is None or not self.shape else self.shape[1:]
         self.takers: deque = deque()
+
+    def validate(self, grad, op):
+        """TF's ValidateShape: the gradients already in, then the accumulator's shape."""
+        have = np.shape(grad)
+        if self.count and have != np.shape(self.sum):
+            raise InvalidArgumentError(_node(
+                f"Shape mismatch: expected {tf_dims(np.shape(self.sum))}, got "
+                f"{tf_dims(have)}", op))
+        if self.shape is not None and (len(have) != len(self.shape) or any(
+                d is not None and d != h for d, h in zip(self.shape, have))):
+            raise InvalidArgumentError(_node(
+                f"Shape mismatch: expected {tf_dims(self.shape)}, got {tf_dims(have)}", op))
 
     def __len__(self) -> int:
         return self.count
@@ -112,10 +125,58 @@ class SparseAccumulatorResource(AccumulatorResource):
     are in increasing index order: equal indices add their rows and count one more, the
     rest are copied. MEAN divides each entry by its own count."""
 
+    def validate(self, grad, op, grad_shape=None):
+        """TF's GetAndValidateTensorInputForApplyGrad and ValidateShape, in its order."""
+        indices, values = grad
+        if indices.ndim != 1:
+            raise InvalidArgumentError(_node(
+                f"Input indices should be vector but received shape: "
+                f"{tf_dims(indices.shape)}", op))
+        if values.ndim == 0:
+            raise InvalidArgumentError(_node("Values cannot be 0-dimensional.", op))
+        if values.shape[0] != len(indices):
+            raise InvalidArgumentError(_node(
+                f"Expected {len(indices)} non-empty input values, got {values.shape[0]}", op))
+        shape = self.shape
+        if grad_shape is not None and shape is not None:
+            if len(shape) > len(grad_shape):
+                raise InvalidArgumentError(_node(
+                    f"Shape mismatch: expected shape rank at least {len(shape)}, got "
+                    f"{len(grad_shape)}", op))
+            for i, dim in enumerate(shape):
+                if dim is not None and dim != grad_shape[i]:
+                    raise InvalidArgumentError(_node(
+                        f"Shape mismatch: expected shape dim {i} to be {dim}, got "
+                        f"{grad_shape[i]}", op))
+        if shape and shape[0] is not None:
+            for i, index in enumerate(indices):
+                if index >= shape[0]:
+                    raise InvalidArgumentError(_node(
+                        f"Shape mismatch: index of slice {i} exceeded limits of shape; index "
+                        f"is {index} exceeded {shape[0]}", op))
+        if self.count:
+            want = self.value_shape
+            if len(want) != values.ndim:
+                raise InvalidArgumentError(_node(
+                    f"Shape mismatch: expected values rank {len(want)}, got {values.ndim}", op))
+            dims = [(i, want[i]) for i in range(1, len(want))]
+        else:
+            if shape is not None and len(shape) > values.ndim:
+                raise InvalidArgumentError(_node(
+                    f"Shape mismatch: expected values rank at least {len(shape)}, got "
+                    f"{values.ndim}", op))
+            dims = [(i, d) for i, d in enumerate(shape or ()) if i and d is not None]
+        for i, dim in dims:
+            if dim != values.shape[i]:
+                raise InvalidArgumentError(_node(
+                    f"Shape mismatch: expected values dim {i} to be {dim}, got "
+                    f"{values.shape[i]}", op))
+
     def _add(self, grad):
         indices, values = grad
         if self.sum is None:
             self.sum = (indices.tolist(), list(values), [1] * len(indices))
+            self.value_shape = values.shape
             return
         accumulated, rows, counts = self.sum
         merged: tuple[list, list, list] = ([], [], [])
@@ -140,10 +201,10 @@ class SparseAccumulatorResource(AccumulatorResource):
         numpy_dtype = self.dtype.as_numpy_dtype
         if self.reduction == "MEAN":
             rows = [row / count for row, count in zip(rows, counts)]
-        values = np.array(rows, numpy_dtype).reshape((len(rows), *self.row_shape))
-        first = self.shape[0] if self.shape else -1
-        return (np.array(indices, np.int64), values,
-                np.array((first, *self.row_shape), np.int64))
+        row_shape = self.value_shape[1:]
+        values = np.array(rows, numpy_dtype).reshape((len(rows), *row_shape))
+        first = self.shape[0] if self.shape and self.shape[0] is not None else -1
+        return (np.array(indices, np.int64), values, np.array((first, *row_shape), np.int64))
 
 
 class ConditionalAccumulator:
@@ -155,29 +216,29 @@ class ConditionalAccumulator:
 
     def __init__(self, dtype, shape=None, shared_name=None, name="conditional_accumulator",
                  reduction_type="MEAN"):
-        if reduction_type not in ("MEAN", "SUM"):
-            raise ValueError(f"reduction_type must be 'MEAN' or 'SUM', got {reduction_type!r}")
         self.dtype = as_dtype(dtype)
         self.shape = None if shape is None else tuple(shape)
-        self.accumulator_ref = create_op(
-            self._KERNEL, [], [(RESOURCE, ())],
-            {"dtype": self.dtype, "shape": self.shape, "shared_name": shared_name or "",
-             "reduction_type": reduction_type}, name).outputs[0]
-        self.name = self.accumulator_ref.op.name
+        graph = get_default_graph()
+        with graph.name_scope(name) as scope:  # TF's op building takes the name first
+            if reduction_type not in ("MEAN", "SUM"):
+                raise ValueError(f"Attr 'reduction_type' of '{self._KERNEL}' Op passed string "
+                                 f"'{reduction_type}' not in: \"MEAN\", \"SUM\".")
+            op = create_op(self._KERNEL, [], [(RESOURCE, ())],
+                           {"container": "", "dtype": self.dtype, "shape": self.shape,
+                            "shared_name": shared_name or "",
+                            "reduction_type": reduction_type}, scope)
+        op.attrs["container"] = op.container
+        self.accumulator_ref = op.outputs[0]
+        self.name = op.name
 
-    def _op(self, op_type, inputs, outputs, name):
+    def _op(self, op_type, inputs, outputs, name, attrs=None):
         with get_default_graph().colocate_with(self.accumulator_ref.op):
-            return create_op(op_type, [self.accumulator_ref, *inputs], outputs, None, name)
+            return create_op(op_type, [self.accumulator_ref, *inputs], outputs, attrs, name)
 
     def apply_grad(self, grad, local_step=0, name=None):
         grad = convert_to_tensor(grad, dtype=self.dtype)
-        if self.shape is not None and grad.shape is not None and (
-                len(grad.shape) != len(self.shape) or any(
-                    a is not None and b is not None and a != b
-                    for a, b in zip(grad.shape, self.shape))):
-            raise ValueError(f"Shapes {format_shape(grad.shape)} and "
-                             f"{format_shape(self.shape)} are incompatible")
-        step = convert_to_tensor(local_step, dtype=int64)
+        assert_compatible(grad.shape, self.shape)
+        step = cast(convert_to_tensor(local_step), int64)
         return self._op("ResourceAccumulatorApplyGradient", [step, grad], [],
                         name or "ResourceAccumulatorApplyGradient")
 
@@ -192,7 +253,7 @@ class ConditionalAccumulator:
                         name or f"{self.name}_NumAccumulated").outputs[0]
 
     def set_global_step(self, new_global_step, name=None):
-        step = convert_to_tensor(new_global_step, dtype=int64)
+        step = cast(convert_to_tensor(new_global_step), int64)
         return self._op(f"{self._OPS}SetGlobalStep", [step], [],
                         name or f"{self._OPS}SetGlobalStep")
 
@@ -211,7 +272,11 @@ class SparseConditionalAccumulator(ConditionalAccumulator):
         if not isinstance(grad, IndexedSlices):
             raise TypeError(f"apply_indexed_slices_grad: expected an IndexedSlices, got "
                             f"{type(grad).__name__}")
-        return self.apply_grad(grad.indices, grad.values, grad.dense_shape, local_step, name)
+        op = self.apply_grad(grad.indices, grad.values, grad.dense_shape, local_step, name)
+        # simdist's gather gradient keeps the lookup's index shape where TF's makes a
+        # vector: the kernel flattens this op's slices as TF's gradient would have
+        op.attrs["_flatten_slices"] = True  # internal, as TF's "_class"
+        return op
 
     def apply_grad(self, grad_indices, grad_values, grad_shape=None, local_step=0, name=None):
         step = cast(convert_to_tensor(local_step), int64)
@@ -219,7 +284,8 @@ class SparseConditionalAccumulator(ConditionalAccumulator):
         return self._op("SparseAccumulatorApplyGradient",
                         [step, cast(grad_indices, int64),
                          convert_to_tensor(grad_values, dtype=self.dtype), shape], [],
-                        name or "SparseAccumulatorApplyGradient")
+                        name or "SparseAccumulatorApplyGradient",
+                        {"dtype": self.dtype, "has_known_shape": grad_shape is not None})
 
     def take_grad(self, num_required, name=None):
         """(indices, values, shape) of the aggregated gradient, once ``num_required`` are in."""
@@ -250,10 +316,7 @@ def _accumulator_kernel(op, args, rt):
 
 def _apply_kernel(op, args, rt):
     accumulator, step, grad = args
-    if accumulator.shape is not None and tuple(np.shape(grad)) != accumulator.shape:
-        raise InvalidArgumentError(
-            f"Shape mismatch: expected {list(accumulator.shape)}, got "
-            f"{list(np.shape(grad))}\n\t [[{{{{node {op.name}}}}}]]")
+    accumulator.validate(grad, op)
     _apply(op, accumulator, step, np.asarray(grad, accumulator.dtype.as_numpy_dtype), rt,
            source=op.inputs[2])
     return []
@@ -282,22 +345,22 @@ def _task_of(tensor) -> str:
 
 
 def _sparse_apply_kernel(op, args, rt):
-    accumulator, step, indices, values, _ = args
-    # TF's gather gradient reshapes its indices to a vector and its values to match; simdist's
-    # keeps the lookup's shape, so the same reshape happens here
+    accumulator, step, indices, values, shape = args
     indices = np.asarray(indices, np.int64)
     values = np.asarray(values, accumulator.dtype.as_numpy_dtype)
-    values = values.reshape((indices.size, *values.shape[indices.ndim:]))
-    indices = indices.reshape(-1)
-    if accumulator.row_shape is None:
-        accumulator.row_shape = values.shape[1:]
-    elif values.shape[1:] != accumulator.row_shape:
-        raise InvalidArgumentError(
-            f"Shape mismatch: expected rows of shape {list(accumulator.row_shape)}, got "
-            f"{list(values.shape[1:])}\n\t [[{{{{node {op.name}}}}}]]")
+    if op.attrs.get("_flatten_slices") and indices.ndim != 1:
+        # TF's gather gradient reshapes its indices to a vector and its values to match
+        values = values.reshape((indices.size, *values.shape[indices.ndim:]))
+        indices = indices.reshape(-1)
+    known = op.attrs.get("has_known_shape", True)
+    accumulator.validate((indices, values), op, np.asarray(shape).tolist() if known else None)
     _apply(op, accumulator, step, (indices, values), rt,
            source=op.inputs[3])
     return []
+
+
+def _node(message: str, op) -> str:
+    return f"{message}\n\t [[{{{{node {op.name}}}}}]]"
 
 
 def _take_kernel(op, args, rt):

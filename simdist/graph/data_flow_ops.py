@@ -1,14 +1,14 @@
 """Models TF1's queues (tf.queue / data_flow_ops.py): FIFOQueue, PaddingFIFOQueue,
-RandomShuffleQueue and PriorityQueue.
+RandomShuffleQueue and PriorityQueue, built as TF 2.21 builds them (op names, node_def
+attributes, the checks and messages of construction and of building their ops).
 
 A queue is a resource in the resource container of the task that holds its device (as a
 variable is), made by its queue op (``FIFOQueueV2``...) when a run first needs it and shared
 under its ``shared_name`` by every session of the cluster. Its ops (enqueue, dequeue...)
 are colocated with it. ``dequeue`` on an empty queue and ``enqueue`` on a full one block in
-simulated time (their kernels wait on a ``simdist.sim.resources.Store``) while other ops,
-sessions and tasks go on; a closed queue's errors, the session's ``operation_timeout_in_ms``
-and the shared-queue checks raise TF's error classes with TF's messages. Each change of a
-queue's size is a counter in the trace ("queue NAME"), so occupancy can be plotted.
+simulated time (their kernels, in ``queue_kernels.py``, wait on a
+``simdist.sim.resources.Store``) while other ops, sessions and tasks go on. Each change of
+a queue's size is a counter in the trace ("queue NAME"), so occupancy can be plotted.
 
 Differs from TF on purpose: a queue's name in messages is its op name (TF shows an internal
 "_0_q"); dtypes are the numeric ones simdist has (no strings).
@@ -16,375 +16,313 @@ Differs from TF on purpose: a queue's name in messages is its op name (TF shows 
 
 from __future__ import annotations
 
-import numpy as np
+import re
+from contextlib import nullcontext
 
-from simdist.base.errors import CancelledError, InvalidArgumentError, OutOfRangeError
-from simdist.sim.resources import Store
 from simdist.graph.array_ops import convert_to_tensor
 from simdist.graph.dtypes import as_dtype, int32, int64
-from simdist.graph.graph import Tensor, create_op, format_shape, get_default_graph
-from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
-from simdist.graph.variables import resource_key
+from simdist.graph.graph import Tensor, create_op, get_default_graph
+from simdist.graph import queue_kernels  # noqa: F401  (registers the kernels)
 
 RESOURCE = "resource"
-
-
-# -- the queue resources ---------------------------------------------------------------------
-
-
-class QueueResource(Store):
-    """TF's FIFOQueue kernel state: elements are tuples of numpy arrays, one per component."""
-
-    kind = "FIFOQueue"
-
-    def __init__(self, op):
-        attrs = op.attrs
-        super().__init__(attrs["capacity"], attrs["shared_name"] or op.name)
-        self.dtypes, self.shapes = attrs["dtypes"], attrs["shapes"]
-
-    def check_compatible(self, op):
-        """A second queue op naming this shared queue must ask for the same queue."""
-        attrs, name = op.attrs, self.name
-        if op.type != QUEUE_OPS[self.kind]:
-            raise InvalidArgumentError(f"Shared queue '{name}' is a {self.kind}, but "
-                                       f"{op.name!r} asks for a {op.type[:-2]}")
-        if [d.name for d in attrs["dtypes"]] != [d.name for d in self.dtypes]:
-            raise InvalidArgumentError(
-                f"Shared queue '{name}' has component types {_type_names(self.dtypes)} but "
-                f"requested component types were {_type_names(attrs['dtypes'])}")
-        if attrs["capacity"] != self.capacity:
-            raise InvalidArgumentError(
-                f"Shared queue '{name}' has capacity {_capacity(self.capacity)} but requested "
-                f"capacity was {_capacity(attrs['capacity'])}")
-        if attrs["shapes"] != self.shapes:
-            raise InvalidArgumentError(
-                f"Shared queue '{name}' has component shapes {self.shapes} but requested "
-                f"component shapes were {attrs['shapes']}")
-
-    def _closed_error(self):
-        return CancelledError(f"{self.kind} '{self.name}' is closed.")
-
-    def _cancelled_error(self):
-        return CancelledError("Enqueue operation was cancelled")
-
-    def _insufficient_error(self, n):
-        return OutOfRangeError(f"{self.kind} '{self.name}' is closed and has insufficient "
-                               f"elements (requested {n}, current size {len(self.items)})")
-
-    def batch(self, elements) -> list:
-        """``dequeue_many``'s outputs: each component stacked along a new first axis."""
-        return [np.stack([e[i] for e in elements]) if elements else
-                np.zeros((0,) + tuple(d or 0 for d in (shape or ())), dtype.as_numpy_dtype)
-                for i, (dtype, shape) in enumerate(zip(self.dtypes, self._shapes()))]
-
-    def _shapes(self):
-        return self.shapes or [None] * len(self.dtypes)
-
-
-class PaddingQueueResource(QueueResource):
-    """PaddingFIFOQueue: ``dequeue_many`` pads unknown dimensions to the batch's largest."""
-
-    kind = "PaddingFIFOQueue"
-
-    def batch(self, elements) -> list:
-        out = []
-        for i, (dtype, shape) in enumerate(zip(self.dtypes, self.shapes)):
-            parts = [e[i] for e in elements]
-            size = tuple(max([p.shape[d] for p in parts], default=0) if dim is None else dim
-                         for d, dim in enumerate(shape))
-            batch = np.zeros((len(parts),) + size, dtype.as_numpy_dtype)
-            for row, part in enumerate(parts):
-                batch[(row,) + tuple(slice(0, n) for n in part.shape)] = part
-            out.append(batch)
-        return out
-
-
-class RandomShuffleQueueResource(QueueResource):
-    """RandomShuffleQueue: elements leave in a seeded random order, and only while more than
-    ``min_after_dequeue`` stay behind (until the queue is closed)."""
-
-    kind = "RandomShuffleQueue"
-
-    def __init__(self, op):
-        super().__init__(op)
-        self.min_after_dequeue = op.attrs["min_after_dequeue"]
-        self.rng = np.random.default_rng(op.attrs["seed"])
-
-    def _available(self) -> int:
-        return len(self.items) if self.closed else len(self.items) - self.min_after_dequeue
-
-    def _take(self, n):
-        taken = []
-        for _ in range(n):
-            index = int(self.rng.integers(len(self.items)))
-            self.items.rotate(-index)
-            taken.append(self.items.popleft())
-            self.items.rotate(index)
-        return taken
-
-
-class PriorityQueueResource(QueueResource):
-    """PriorityQueue: the element whose first component (an int64) is smallest leaves first;
-    equal priorities leave in the order they came."""
-
-    kind = "PriorityQueue"
-
-    def _take(self, n):
-        order = sorted(range(len(self.items)), key=lambda i: (int(self.items[i][0]), i))[:n]
-        taken = [self.items[i] for i in order]
-        for i in sorted(order, reverse=True):
-            del self.items[i]
-        return taken
-
-
-RESOURCES = {cls.kind: cls for cls in (QueueResource, PaddingQueueResource,
-                                       RandomShuffleQueueResource, PriorityQueueResource)}
-QUEUE_OPS = {kind: f"{kind}V2" for kind in RESOURCES}
-
-
-def _type_names(dtypes) -> str:
-    names = {"float32": "float", "float64": "double"}
-    return ", ".join(names.get(d.name, d.name) for d in dtypes)
-
-
-def _capacity(capacity) -> int:
-    return -1 if capacity == float("inf") else capacity
+DEFAULT_GRAPH_SEED = 87654321  # TF's random_seed.DEFAULT_GRAPH_SEED
 
 
 # -- the Python API --------------------------------------------------------------------------
 
 
+def _as_type_list(dtypes) -> list:
+    return [as_dtype(d) for d in (dtypes if isinstance(dtypes, (list, tuple)) else [dtypes])]
+
+
+def _shape_repr(shape) -> str:
+    """A shape as TF's ``TensorShape`` repr shows it."""
+    if shape is None:
+        return "TensorShape(None)"
+    return "TensorShape([" + ", ".join(str(d) for d in shape) + "])"
+
+
+def _shape_str(shape) -> str:
+    """A shape as ``str(TensorShape)`` shows it: ``(3, None)``, ``<unknown>``."""
+    return "<unknown>" if shape is None else str(tuple(shape))
+
+
+def _as_shape_list(shapes, unknown_dim_allowed=False):
+    """TF's ``_as_shape_list``: a flat list of dimensions is one shape."""
+    if unknown_dim_allowed and (not isinstance(shapes, (list, tuple)) or not shapes or any(
+            s is None or isinstance(s, int) for s in shapes)):
+        raise ValueError("When providing partial shapes, a list of shapes must be provided.")
+    if shapes is None:
+        return None
+    if not isinstance(shapes, (tuple, list)):
+        raise TypeError("Shapes must be a TensorShape or a list or tuple of TensorShapes, "
+                        f"got {type(shapes)} instead.")
+    if all(s is None or isinstance(s, int) for s in shapes):
+        shapes = [shapes]
+    shapes = [None if s is None else tuple(None if d is None else int(d) for d in s)
+              for s in shapes]
+    if not unknown_dim_allowed and any(s is None or None in s for s in shapes):
+        raise ValueError("All shapes must be fully defined: "
+                         f"[{', '.join(_shape_repr(s) for s in shapes)}]")
+    if any(s is None for s in shapes):
+        raise ValueError("All shapes must have a defined rank: "
+                         f"[{', '.join(_shape_repr(s) for s in shapes)}]")
+    return shapes
+
+
+def _as_name_list(names, dtypes):
+    if names is None:
+        return None
+    names = list(names) if isinstance(names, (list, tuple)) else [names]
+    if len(names) != len(dtypes):
+        raise ValueError("List of names must have the same length as the list of dtypes, "
+                         f"received len(names)={len(names)},len(dtypes)={len(dtypes)}")
+    return names
+
+
+def _compatible(have, want) -> bool:
+    return have is None or want is None or (len(have) == len(want) and all(
+        a is None or b is None or a == b for a, b in zip(have, want)))
+
+
+def assert_compatible(have, want):
+    """TF's ``TensorShape.assert_is_compatible_with``."""
+    if not _compatible(have, want):
+        raise ValueError(f"Shapes {_shape_str(have)} and {_shape_str(want)} are incompatible")
+
+
+def _python_scalars(value):
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _python_scalars(item)
+    elif isinstance(value, (bool, int, float)):
+        yield value
+
+
+def convert_component(value, dtype, name):
+    """A queue component as TF converts it: Python floats are refused for integer and bool
+    components, and Python ints for bool ones."""
+    if not isinstance(value, Tensor):
+        for item in _python_scalars(value):
+            if (isinstance(item, float) and (dtype.is_integer or dtype.name == "bool")) or (
+                    dtype.name == "bool" and not isinstance(item, bool)):
+                raise TypeError(f"Expected {dtype.name}, but got {item!r} of type "
+                                f"'{type(item).__name__}'.")
+    return convert_to_tensor(value, dtype=dtype, name=name)
+
+
+def _queue_op(kind, attrs, name, cpu=False):
+    """The queue op, out of any control dependencies (TF's ``init_scope``); TF 2.21 builds a
+    FIFOQueue's under ``tf.device("CPU")``. As in TF, a refused op still takes its name."""
+    graph = get_default_graph()
+    with graph.control_dependencies(None), graph.name_scope(name) as scope:
+        if attrs["shapes"] is None:
+            raise TypeError(f"Expected list for 'shapes' argument to '{_snake(kind)}_v2' Op, "
+                            "not None.")
+        if not attrs["component_types"] and kind != "PriorityQueue":
+            raise ValueError(f"Attr 'component_types' of '{kind}V2' Op passed list of length "
+                             "0 less than minimum 1.")
+        with graph.device("/device:CPU:*") if cpu else nullcontext():
+            op = create_op(f"{kind}V2", [], [(RESOURCE, ())], attrs, scope)
+    op.attrs["container"] = op.container
+    return op.outputs[0]
+
+
+def _snake(kind: str) -> str:
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", kind).lower().replace("f_i_f_o", "fifo")
+
+
+def _attrs(dtypes, shapes, capacity, shared_name, **extra) -> dict:
+    return {"component_types": list(dtypes), "shapes": list(shapes or []),
+            "capacity": -1 if capacity is None else int(capacity), "container": "",
+            "shared_name": shared_name or "", **extra}
+
+
 class QueueBase:
-    """tf.queue.QueueBase: the ops of a queue, built next to its queue op."""
+    """tf.queue.QueueBase(dtypes, shapes, names, queue_ref): the ops of a queue, built next
+    to its queue op. ``shapes`` has one entry per component (None: unknown)."""
 
-    kind = "FIFOQueue"
-    default_name = "fifo_queue"
-
-    def __init__(self, capacity, dtypes, shapes=None, names=None, shared_name=None,
-                 name=None, **extra):
-        dtypes = [as_dtype(d) for d in (dtypes if isinstance(dtypes, (list, tuple))
-                                        else [dtypes])]
+    def __init__(self, dtypes, shapes, names, queue_ref):
+        self._dtypes = list(dtypes)
         if shapes is not None:
-            if all(d is None or isinstance(d, int) for d in shapes):
-                shapes = [shapes]  # a flat list of dimensions is one shape, as in TF
-            shapes = [tuple(s) for s in shapes]
             if len(shapes) != len(dtypes):
-                raise ValueError(f"Queue shapes must have the same length as dtypes: "
-                                 f"{len(shapes)} shapes for {len(dtypes)} dtypes")
-        if names is not None:
-            names = list(names) if isinstance(names, (list, tuple)) else [names]
-            if len(names) != len(dtypes):
-                raise ValueError(f"Queue names must have the same length as dtypes: "
-                                 f"{len(names)} names for {len(dtypes)} dtypes")
-        capacity = float("inf") if capacity is None or capacity < 0 else int(capacity)
-        self.dtypes, self.shapes, self.names = dtypes, shapes, names
-        attrs = {"capacity": capacity, "dtypes": dtypes, "shapes": shapes,
-                 "shared_name": shared_name or "", **extra}
-        self.queue_ref = create_op(QUEUE_OPS[self.kind], [], [(RESOURCE, ())], attrs,
-                                   name or self.default_name).outputs[0]
-        self.name = self.queue_ref.op.name
+                raise ValueError("Queue shapes must have the same length as dtypes, received "
+                                 f"len(shapes)={len(shapes)}, len(dtypes)={len(dtypes)}")
+            self._shapes = [None if s is None else tuple(s) for s in shapes]
+        else:
+            self._shapes = [None] * len(dtypes)
+        if names is not None and len(names) != len(dtypes):
+            raise ValueError("Queue names must have the same length as dtypes,received "
+                             f"len(names)={len(names)},len {len(dtypes)}")
+        self._names = names
+        self._queue_ref = queue_ref
+        self._name = queue_ref.op.name.split("/")[-1]
+
+    queue_ref = property(lambda self: self._queue_ref)
+    name = property(lambda self: self._queue_ref.op.name)
+    dtypes = property(lambda self: self._dtypes)
+    shapes = property(lambda self: self._shapes)
+    names = property(lambda self: self._names)
 
     # -- building ops --------------------------------------------------------------------
 
-    def _op(self, op_type, suffix, inputs, outputs, name, attrs=None):
-        graph = get_default_graph()
-        with graph.colocate_with(self.queue_ref.op):
-            return create_op(op_type, [self.queue_ref, *inputs], outputs, attrs,
-                             name or f"{self.name}_{suffix}")
+    def _op(self, op_type, inputs, outputs, name, attrs=None):
+        with get_default_graph().colocate_with(self._queue_ref.op):
+            return create_op(op_type, [self._queue_ref, *inputs], outputs, attrs, name)
 
-    def _components(self, vals, many: bool) -> list[Tensor]:
-        """The tensors of one element (or, ``many``, of a batch), checked like TF."""
+    def _check_enqueue_dtypes(self, vals) -> list[Tensor]:
         if isinstance(vals, dict):
-            if self.names is None:
+            if not self._names:
                 raise ValueError("Queue must have names to enqueue a dictionary")
-            vals = [vals[n] for n in self.names]
-        elif not isinstance(vals, (list, tuple)):
-            vals = [vals]
-        if len(vals) != len(self.dtypes):
-            raise ValueError(f"the queue has {len(self.dtypes)} components, got {len(vals)} "
-                             "values")
-        tensors = []
-        for value, dtype, shape in zip(vals, self.dtypes, self.shapes or [None] * len(vals)):
-            if not isinstance(value, Tensor):
-                array = np.asarray(value)
-                if dtype.is_integer and array.dtype.kind == "f":
-                    raise TypeError(f"Expected {dtype.name}, but got {value!r} of type "
-                                    f"'{type(value).__name__}'.")
-            tensor = convert_to_tensor(value, dtype=dtype)
-            if shape is not None and tensor.shape is not None:
-                have = tensor.shape[1:] if many else tensor.shape
-                if len(have) != len(shape) or any(a is not None and b is not None and a != b
-                                                  for a, b in zip(have, shape)):
-                    raise ValueError(f"Shapes {format_shape(have)} and {format_shape(shape)} "
-                                     "are incompatible")
-            tensors.append(tensor)
-        return tensors
+            if sorted(self._names, key=str) != sorted(vals.keys(), key=str):
+                raise ValueError("Keys in dictionary to enqueue do not match names of Queue.  "
+                                 f"Dictionary: {sorted(vals.keys())},"
+                                 f"Queue: {sorted(self._names)}")
+            vals = [vals[k] for k in self._names]
+        else:
+            if self._names:
+                raise ValueError("You must enqueue a dictionary in a Queue with names")
+            if not isinstance(vals, (list, tuple)):
+                vals = [vals]
+        return [convert_component(val, dtype, f"component_{i}")
+                for i, (val, dtype) in enumerate(zip(vals, self._dtypes))]
 
-    def _outputs(self, first=()) -> list:
-        shapes = self.shapes or [None] * len(self.dtypes)
-        return [(d, None if s is None else tuple(first) + s)
-                for d, s in zip(self.dtypes, shapes)]
+    def _enqueue_attrs(self, tensors) -> dict:
+        return {"Tcomponents": [t.dtype for t in tensors], "timeout_ms": -1}
+
+    def _dequeue_attrs(self) -> dict:
+        return {"component_types": list(self._dtypes), "timeout_ms": -1}
 
     def _result(self, op):
         outs = list(op.outputs)
-        if self.names is not None:
-            return dict(zip(self.names, outs))
+        if self._names:
+            return dict(zip(self._names, outs))
         return outs[0] if len(outs) == 1 else outs
 
     def enqueue(self, vals, name=None):
-        return self._op("QueueEnqueueV2", "enqueue", self._components(vals, False), [], name)
+        # TF's name scope: its name is taken even when the build then fails
+        with get_default_graph().name_scope(name or f"{self._name}_enqueue") as scope:
+            tensors = self._check_enqueue_dtypes(vals)
+            for tensor, shape in zip(tensors, self._shapes):
+                assert_compatible(tensor.shape, shape)
+            return self._op("QueueEnqueueV2", tensors, [], scope, self._enqueue_attrs(tensors))
 
     def enqueue_many(self, vals, name=None):
-        return self._op("QueueEnqueueManyV2", "EnqueueMany", self._components(vals, True), [],
-                        name)
+        with get_default_graph().name_scope(name or f"{self._name}_EnqueueMany") as scope:
+            tensors = self._check_enqueue_dtypes(vals)
+            batch = _batch_dim(tensors[0].shape)
+            for tensor, shape in zip(tensors, self._shapes):
+                size = _batch_dim(tensor.shape)
+                if batch is not None and size is not None and batch != size:
+                    raise ValueError(f"Dimensions {batch} and {size} are not compatible")
+                batch = size if batch is None else batch
+                assert_compatible(None if tensor.shape is None else tensor.shape[1:], shape)
+            return self._op("QueueEnqueueManyV2", tensors, [], scope,
+                            self._enqueue_attrs(tensors))
+
+    def _outputs(self, first=()) -> list:
+        """(dtype, shape) of each output; ``first``: the batch dimension in front."""
+        return [(d, None if s is None else (*first, *s))
+                for d, s in zip(self._dtypes, self._shapes)]
 
     def dequeue(self, name=None):
-        return self._result(self._op("QueueDequeueV2", "Dequeue", [], self._outputs(), name))
+        return self._result(self._op("QueueDequeueV2", [], self._outputs(),
+                                     name or f"{self._name}_Dequeue", self._dequeue_attrs()))
 
     def dequeue_many(self, n, name=None):
-        if self.shapes is None and self.kind != "PaddingFIFOQueue":
-            outputs = [(d, None) for d in self.dtypes]
-        else:
-            outputs = self._outputs((n if isinstance(n, int) else None,))
         count = convert_to_tensor(n, dtype=int32)
-        return self._result(self._op("QueueDequeueManyV2", "DequeueMany", [count], outputs,
-                                     name))
+        batch = n if isinstance(n, int) else None
+        return self._result(self._op("QueueDequeueManyV2", [count], self._outputs((batch,)),
+                                     name or f"{self._name}_DequeueMany",
+                                     self._dequeue_attrs()))
 
     def dequeue_up_to(self, n, name=None):
-        outputs = self._outputs((None,)) if self.shapes is not None else \
-            [(d, None) for d in self.dtypes]
         count = convert_to_tensor(n, dtype=int32)
-        return self._result(self._op("QueueDequeueUpToV2", "DequeueUpTo", [count], outputs,
-                                     name))
+        return self._result(self._op("QueueDequeueUpToV2", [count], self._outputs((None,)),
+                                     name or f"{self._name}_DequeueUpTo",
+                                     self._dequeue_attrs()))
 
     def close(self, cancel_pending_enqueues=False, name=None):
-        return self._op("QueueCloseV2", "Close", [], [], name,
+        return self._op("QueueCloseV2", [], [], name or f"{self._name}_Close",
                         {"cancel_pending_enqueues": bool(cancel_pending_enqueues)})
 
     def is_closed(self, name=None):
-        return self._op("QueueIsClosedV2", "Is_Closed", [], [("bool", ())], name).outputs[0]
+        return self._op("QueueIsClosedV2", [], [("bool", ())],
+                        name or f"{self._name}_Is_Closed").outputs[0]
 
     def size(self, name=None):
-        return self._op("QueueSizeV2", "Size", [], [(int32, ())], name).outputs[0]
+        return self._op("QueueSizeV2", [], [(int32, ())],
+                        name or f"{self._name}_Size").outputs[0]
+
+
+def _batch_dim(shape):
+    """The first dimension of an ``enqueue_many`` component (TF: rank at least 1)."""
+    if shape is None:
+        return None
+    if not shape:
+        raise ValueError(f"Shape {_shape_str(shape)} must have rank at least 1")
+    return shape[0]
 
 
 class FIFOQueue(QueueBase):
     """tf.queue.FIFOQueue(capacity, dtypes, shapes=None, names=None, shared_name=None,
     name="fifo_queue")."""
 
+    def __init__(self, capacity, dtypes, shapes=None, names=None, shared_name=None,
+                 name="fifo_queue"):
+        dtypes = _as_type_list(dtypes)
+        shapes = _as_shape_list(shapes)
+        names = _as_name_list(names, dtypes)
+        ref = _queue_op("FIFOQueue", _attrs(dtypes, shapes, capacity, shared_name), name,
+                        cpu=True)
+        super().__init__(dtypes, shapes, names, ref)
+
 
 class PaddingFIFOQueue(QueueBase):
     """tf.queue.PaddingFIFOQueue(capacity, dtypes, shapes, ...): ``None`` dimensions are
     padded with zeros to the largest in a ``dequeue_many`` batch."""
 
-    kind, default_name = "PaddingFIFOQueue", "padding_fifo_queue"
-
     def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
                  name="padding_fifo_queue"):
-        super().__init__(capacity, dtypes, shapes, names, shared_name, name)
+        dtypes = _as_type_list(dtypes)
+        shapes = _as_shape_list(shapes, unknown_dim_allowed=True)
+        names = _as_name_list(names, dtypes)
+        if len(dtypes) != len(shapes):
+            raise ValueError("Shapes must be provided for all components, but received "
+                             f"{len(dtypes)} dtypes and {len(shapes)} shapes.")
+        ref = _queue_op("PaddingFIFOQueue", _attrs(dtypes, shapes, capacity, shared_name),
+                        name)
+        super().__init__(dtypes, shapes, names, ref)
 
 
 class RandomShuffleQueue(QueueBase):
     """tf.queue.RandomShuffleQueue(capacity, min_after_dequeue, dtypes, shapes=None,
-    names=None, seed=None, shared_name=None, name="random_shuffle_queue")."""
-
-    kind, default_name = "RandomShuffleQueue", "random_shuffle_queue"
+    names=None, seed=None, shared_name=None, name="random_shuffle_queue"). Seeds as TF's
+    ``get_seed`` makes them without a graph seed: (0, 0), or (87654321, seed)."""
 
     def __init__(self, capacity, min_after_dequeue, dtypes, shapes=None, names=None,
                  seed=None, shared_name=None, name="random_shuffle_queue"):
-        super().__init__(capacity, dtypes, shapes, names, shared_name, name,
-                         min_after_dequeue=int(min_after_dequeue),
-                         seed=0 if seed is None else int(seed))
+        dtypes = _as_type_list(dtypes)
+        shapes = _as_shape_list(shapes)
+        names = _as_name_list(names, dtypes)
+        seed, seed2 = (0, 0) if seed is None else (DEFAULT_GRAPH_SEED, int(seed))
+        attrs = _attrs(dtypes, shapes, capacity, shared_name,
+                       min_after_dequeue=int(min_after_dequeue), seed=seed, seed2=seed2)
+        super().__init__(dtypes, shapes, names, _queue_op("RandomShuffleQueue", attrs, name))
 
 
 class PriorityQueue(QueueBase):
     """tf.queue.PriorityQueue(capacity, types, shapes=None, names=None, shared_name=None,
-    name="priority_queue"): each element's first component is its int64 priority."""
-
-    kind, default_name = "PriorityQueue", "priority_queue"
+    name="priority_queue"): each element's first component is its int64 priority (its
+    ``names``, if any, name it too)."""
 
     def __init__(self, capacity, types, shapes=None, names=None, shared_name=None,
                  name="priority_queue"):
-        types = list(types) if isinstance(types, (list, tuple)) else [types]
-        shapes = None if shapes is None else [()] + list(shapes)
-        names = None if names is None else ["priority"] + list(names)
-        super().__init__(capacity, [int64] + types, shapes, names, shared_name, name)
-
-
-# -- kernels ---------------------------------------------------------------------------------
-
-
-def _queue_kernel(op, args, rt):
-    resources, key = rt.resources(op), resource_key(op)
-    queue = resources.lookup(key)
-    if queue is None:
-        queue = RESOURCES[op.type[:-2]](op)
-        resources.store(key, queue)
-    else:
-        try:
-            queue.check_compatible(op)
-        except InvalidArgumentError as error:
-            raise InvalidArgumentError(f"{error}\n\t [[{{{{node {op.name}}}}}]]") from None
-    return [queue]
-
-
-def _element(queue, values) -> tuple:
-    return tuple(np.array(v, d.as_numpy_dtype) for v, d in zip(values, queue.dtypes))
-
-
-def _enqueue_kernel(op, args, rt):
-    queue, *values = args
-    yield from rt.wait(queue, queue.put(rt.env, [_element(queue, values)]), op)
-    rt.record_size(queue)
-    return []
-
-
-def _enqueue_many_kernel(op, args, rt):
-    queue, *values = args
-    sizes = {np.shape(v)[0] if np.ndim(v) else None for v in values}
-    if len(sizes) != 1 or None in sizes:
-        raise InvalidArgumentError(
-            f"Shape mismatch in tuple component 1. Expected [{next(iter(sizes))},...], got "
-            f"{[list(np.shape(v)) for v in values]}\n\t [[{{{{node {op.name}}}}}]]")
-    elements = [_element(queue, [v[i] for v in values]) for i in range(sizes.pop())]
-    yield from rt.wait(queue, queue.put(rt.env, elements), op)
-    rt.record_size(queue)
-    return []
-
-
-def _dequeue_kernel(op, args, rt):
-    queue = args[0]
-    (element,) = yield from rt.wait(queue, queue.get(rt.env, 1), op)
-    rt.record_size(queue)
-    return list(element)
-
-
-def _dequeue_many_kernel(op, args, rt, up_to=False):
-    queue, n = args[0], int(args[1])
-    elements = yield from rt.wait(queue, queue.get(rt.env, n, up_to), op)
-    rt.record_size(queue)
-    return queue.batch(elements)
-
-
-def _close_kernel(op, args, rt):
-    queue = args[0]
-    if queue.closed:
-        raise CancelledError(f"Queue '{queue.name}' is already closed.\n\t "
-                             f"[[{{{{node {op.name}}}}}]]")
-    queue.close(op.attrs["cancel_pending_enqueues"])
-    return []
-
-
-for _type, _kernel in (
-        *((QUEUE_OPS[kind], _queue_kernel) for kind in RESOURCES),
-        ("QueueEnqueueV2", _enqueue_kernel),
-        ("QueueEnqueueManyV2", _enqueue_many_kernel),
-        ("QueueDequeueV2", _dequeue_kernel),
-        ("QueueDequeueManyV2", _dequeue_many_kernel),
-        ("QueueDequeueUpToV2", lambda op, args, rt: _dequeue_many_kernel(op, args, rt, True)),
-        ("QueueCloseV2", _close_kernel),
-        ("QueueSizeV2", lambda op, args, rt: [np.int32(len(args[0]))]),
-        ("QueueIsClosedV2", lambda op, args, rt: [np.bool_(args[0].closed)])):
-    register(_type, _kernel, flops=no_flops, gpu=lambda op: False, grad=NOT_DIFFERENTIABLE,
-             stateful=True)
-del _type, _kernel
+        types = _as_type_list(types)
+        shapes = _as_shape_list(shapes)
+        attrs = _attrs(types, shapes, capacity, shared_name)
+        if shapes is None:
+            attrs["shapes"] = None  # TF's op refuses it (its shapes attr has no default)
+        ref = _queue_op("PriorityQueue", attrs, name)
+        super().__init__([int64] + types, [()] + shapes if shapes else shapes,
+                         None if names is None else list(names), ref)
