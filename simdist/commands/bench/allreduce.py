@@ -1,7 +1,8 @@
 """``simdist bench allreduce``: the simulator's data path against ``MPI_Allreduce``.
 
-Run under ``mpiexec -n N python -m mpi4py -m simdist bench allreduce`` (started without
-mpiexec, it launches ``mpiexec -n 2`` itself; ``--ranks`` changes N). Each of the N ranks
+Run under ``mpiexec --mca btl ^tcp -n N python -m mpi4py -m simdist bench allreduce``
+(started without mpiexec, it launches ``mpiexec -n 2`` itself, with the same flags;
+``--ranks`` changes N). Each of the N ranks
 runs one simulated task (``simulate({"worker": N}, ..., transport=MPITransport(),
 trace=False)``), and the N tasks all-reduce real float32 buffers with the ring algorithm
 (``--algorithm`` picks another), so the chunks travel between ranks as real MPI messages.
@@ -272,7 +273,7 @@ def run(options) -> int:
 def _launch(options_argv) -> int:
     """Not under mpiexec: run this module under ``mpiexec -n RANKS`` (at most ``max_ranks``)
     and relay its output."""
-    from simdist.sim.launcher import check_ranks, run_mpi
+    from simdist.sim.launcher import SAFE_FLAGS, check_ranks, mpiexec_flags, run_mpi
 
     options, argv = options_argv
     check_ranks(options.ranks)
@@ -281,7 +282,8 @@ def _launch(options_argv) -> int:
     root = str(Path(__file__).resolve().parents[3])
     path = os.environ.get("PYTHONPATH")
     env = {"PYTHONPATH": root + (os.pathsep + path if path else "")}
-    print(f"(not under mpiexec: launching mpiexec -n {options.ranks} python -m mpi4py "
+    safe = " ".join(SAFE_FLAGS) + " " if SAFE_FLAGS[0] in mpiexec_flags() else ""
+    print(f"(not under mpiexec: launching mpiexec {safe}-n {options.ranks} python -m mpi4py "
           f"-m simdist.commands.bench.allreduce {' '.join(argv)})", flush=True)
     proc = run_mpi(options.ranks, ["-m", "simdist.commands.bench.allreduce", *argv],
                    timeout=options.timeout, env=env)
