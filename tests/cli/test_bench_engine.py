@@ -1,0 +1,24 @@
+"""``simdist bench engine``: the lean SimPy ring does the same rounds as simdist's with 2 to 3
+kernel events per round (simdist: 2), the Store-based one 4."""
+
+from simdist.commands.bench import engine
+
+
+def test_the_three_rings_do_the_same_work_with_the_events_they_claim():
+    tasks, rounds = 8, 20
+    lean, _ = engine.simpy_lean_ring(tasks, rounds)
+    store, _ = engine.simpy_ring(tasks, rounds)
+    ours, _ = engine.simdist_run(tasks, rounds, False)
+    assert 2 <= lean / (tasks * rounds) <= 3
+    assert round(store / (tasks * rounds)) == 4 and round(ours / (tasks * rounds)) == 2
+
+
+def test_quick_run_prints_both_ratios(capsys, monkeypatch):
+    class Done:
+        returncode, stdout, stderr = 0, '{"seconds": 1.0}\n', ""
+
+    monkeypatch.setattr("simdist.sim.launcher.run_mpi", lambda *a, **k: Done())
+    assert engine.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "vs Store" in out and "vs lean" in out and "SimPy 4, lean (reference)" in out
+    assert out.count(">=1.0x") == 1 and "speed-up 2 ranks vs 1: 1.00x" in out
