@@ -399,7 +399,7 @@ def cmd_course(argv) -> int:
 
 #: benchmark name -> module under simdist.commands.bench with a main(argv) -> int
 BENCHES = {"engine": "engine", "allreduce": "allreduce", "allreduce-formulas": "formulas",
-           "scale": "scale", "predict": "predict"}
+           "scale": "scale", "predict": "predict", "mpi": "mpi"}
 
 COMMANDS = {"list": cmd_list, "summary": cmd_summary, "plot": cmd_plot}
 #: commands that take their own options (listed in --help by build_parser)

@@ -62,6 +62,9 @@ class WindowReport(NamedTuple):
     events: int  # the events it has scheduled so far
     out_of_time: bool  # its run has taken longer than ``RunLimits`` allow (wall clock)
     joins: list  # a FlowJoin for each flow-level collective its tasks joined
+    #: the payload arrays of its messages to other ranks' tasks, by (src, seq), when they
+    #: are small enough to ride in the report (``INLINE_BYTES``); else None: they move apart
+    payloads: dict | None
 
 
 class RankResult(NamedTuple):
@@ -193,10 +196,12 @@ class Simulation:
         while until is None or not until.processed:
             sent, outbox[:] = list(outbox), []
             joined, joins[:] = list(joins), []
+            remote = _keep_local(transport.rank, sent, self.rank_of, payloads)
             info = transport.allgather(WindowReport(
                 [m[0] for m in sent], env.peek(), env.live_processes, env.now,
-                env.events_scheduled, out_of_time is not None and out_of_time(), joined))
-            _move_payloads(transport, sent, info, self.rank_of, payloads, contexts)
+                env.events_scheduled, out_of_time is not None and out_of_time(), joined,
+                _inline(remote)))
+            _move_payloads(transport, remote, info, self.rank_of, payloads, contexts)
             network.egress([h for report in info for h in report.headers])
             if any(report.joins for report in info):
                 network.flows.join([j for report in info for j in report.joins])
@@ -271,27 +276,55 @@ class Simulation:
         return build_trace(streams, names + [NETWORK_STREAM], names + nics, meta, cut)
 
 
-def _move_payloads(transport, sent, info, rank_of, payloads, contexts):
-    """Hand this window's payload arrays to the rank of each message's destination (into the
-    receive buffer its receiver offered, when there is one: ``TaskContext.landing_buffer``)."""
-    me = transport.rank
-    outgoing = []
+#: the most payload bytes a rank's window report carries itself (beyond: buffer calls apart)
+INLINE_BYTES = 1 << 18
+
+
+def _keep_local(me, sent, rank_of, payloads) -> list:
+    """Keep the payloads of this window's messages to this rank's tasks; return the others,
+    as (dst rank, (src, seq), arrays)."""
+    remote = []
     for header, arrays, payload in sent:
         dst_rank = rank_of[header.dst]
         if dst_rank == me:
             payloads[(header.src, header.seq)] = payload
         else:
-            outgoing.append((dst_rank, (header.src, header.seq), arrays))
+            remote.append((dst_rank, (header.src, header.seq), arrays))
+    return remote
+
+
+def _inline(remote) -> dict | None:
+    """The payloads that ride in the window report: all of them when they are small."""
+    if sum(a.nbytes for _, _, arrays in remote for a in arrays) > INLINE_BYTES:
+        return None
+    return {key: arrays for _, key, arrays in remote}
+
+
+def _move_payloads(transport, remote, info, rank_of, payloads, contexts):
+    """Hand this window's payload arrays to the rank of each message's destination (into the
+    receive buffer its receiver offered, when there is one: ``TaskContext.landing_buffer``):
+    from the senders' reports when they carry them, else by buffer calls."""
+    me = transport.rank
+    mine = info[me].payloads
+    outgoing = [] if mine is not None else remote
     incoming, descs = [], {}
     for src_rank, report in enumerate(info):
         if src_rank == me:
             continue
         for h in report.headers:
-            if rank_of[h.dst] == me:
-                # (dtype, shape) of each array, and where the one array may land
-                incoming.append((src_rank, (h.src, h.seq), h.desc[-1],
-                                 contexts[h.dst].landing_buffer(h)))
-                descs[(h.src, h.seq)] = h.desc
+            if rank_of[h.dst] != me:
+                continue
+            key = (h.src, h.seq)
+            into = contexts[h.dst].landing_buffer(h)  # where the one array may land
+            if report.payloads is not None:
+                arrays = report.payloads[key]
+                if into is not None:
+                    into[...] = arrays[0]
+                    arrays = [into]
+                payloads[key] = rebuild_payload(h.desc, arrays)
+            else:  # (dtype, shape) of each array
+                incoming.append((src_rank, key, h.desc[-1], into))
+                descs[key] = h.desc
     if outgoing or incoming:
         received = transport.exchange_payloads(outgoing, incoming)
         for key, specs_desc in descs.items():

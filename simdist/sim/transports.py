@@ -5,12 +5,17 @@ A transport only moves payloads; the cost model (``network.py``) decides when th
 are spread over MPI ranks: payload arrays move with mpi4py's buffer calls. This is the only
 module that imports mpi4py; the benchmarks get what they need of MPI (barrier, reductions over
 ranks, ``MPI_Allreduce`` of a buffer) from ``MPITransport``. ``RankWatchdog`` ends a job whose
-ranks wait for one that stopped answering.
+ranks wait for one that stopped answering. ``RankStats`` (on when ``SIMDIST_RANK_STATS``
+names a file prefix, as ``simdist bench mpi`` does) counts where each rank's time went; it
+reads a clock for that alone and never changes what is simulated.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
+import pickle
 import sys
 import tempfile
 import threading
@@ -21,6 +26,57 @@ import numpy as np
 from simdist.sim.payloads import BUFFERS
 
 
+#: the environment variable that turns ``RankStats`` on: a file prefix; each rank writes
+#: PREFIX.rank<N>.json when its process ends
+STATS_ENV = "SIMDIST_RANK_STATS"
+
+
+class RankStats:
+    """Where one rank's wall time went, for ``simdist bench mpi``: simulating (its tasks'
+    events and the network model, everything outside the transport), waiting at window ends
+    (for the slowest rank, in the all-gather of the report sizes), exchanging (the reports'
+    bytes and the payload arrays) and serializing (pickling and unpickling the reports).
+    Counts windows and bytes too. Measured from the first window (imports and the program's
+    set-up left out: they differ between one process and mpiexec's ranks) to the process's
+    end."""
+
+    def __init__(self, prefix: str):
+        self.prefix, self.start, self.cpu_start = prefix, None, None
+        self.transport_cpu_s = 0.0  # CPU time inside the transport's window exchange
+        self.rank, self.size, self.transport = 0, 1, "inprocess"
+        self.wait_s = self.exchange_s = self.serialize_s = 0.0
+        self.windows = self.report_bytes = self.payload_bytes = self.payload_messages = 0
+        atexit.register(self.write)
+
+    def window(self) -> None:
+        """Count a window (the first one starts the clock)."""
+        if self.start is None:
+            self.start, self.cpu_start = time.perf_counter(), time.process_time()
+        self.windows += 1
+
+    def as_dict(self) -> dict:
+        total = time.perf_counter() - self.start if self.start is not None else 0.0
+        cpu = time.process_time() - self.cpu_start if self.start is not None else 0.0
+        spent = self.wait_s + self.exchange_s + self.serialize_s
+        return {"rank": self.rank, "ranks": self.size, "transport": self.transport,
+                "total_s": total, "cpu_s": cpu, "simulate_cpu_s": cpu - self.transport_cpu_s,
+                "simulate_s": total - spent, "wait_s": self.wait_s,
+                "exchange_s": self.exchange_s, "serialize_s": self.serialize_s,
+                "windows": self.windows, "report_bytes": self.report_bytes,
+                "payload_bytes": self.payload_bytes,
+                "payload_messages": self.payload_messages}
+
+    def write(self) -> None:
+        path = f"{self.prefix}.rank{self.rank}.json"
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(self.as_dict(), f)
+        os.replace(path + ".tmp", path)
+
+
+#: this process's RankStats, or None (the default: nothing is counted)
+STATS = RankStats(os.environ[STATS_ENV]) if os.environ.get(STATS_ENV) else None
+
+
 class InProcessTransport:
     """Every simulated task in this Python process: one 'rank', no copying between ranks."""
 
@@ -29,6 +85,8 @@ class InProcessTransport:
     name = "inprocess"
 
     def allgather(self, obj):
+        if STATS is not None:
+            STATS.window()
         return [obj]
 
     def exchange_payloads(self, outgoing, incoming):
@@ -58,39 +116,102 @@ class MPITransport:
         #: with ``watchdog_s``, a rank that waits that long for the others ends the job
         self.watchdog = RankWatchdog(self.comm, MPI, watchdog_s) \
             if watchdog_s is not None and self.size > 1 else None
+        self._slots = ReportSlots()
+        if STATS is not None:
+            STATS.rank, STATS.size, STATS.transport = self.rank, self.size, self.name
 
     def allgather(self, obj):
+        """Every rank's ``obj``, in rank order, with one ``MPI_Allgather`` of a fixed-size
+        slot per rank when every pickled ``obj`` fits its slot (the usual window report),
+        else a second round (``MPI_Allgatherv``) with the exact sizes."""
+        return self._watched(self._allgather, obj)
+
+    def _allgather(self, obj):
+        stats = STATS
+        if stats is not None:
+            stats.window()
+            t0, c0 = time.perf_counter(), time.process_time()
+        if self.size == 1:
+            return [obj]
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        if stats is not None:
+            t1 = time.perf_counter()
+        slots = self._slots
+        slot = slots.slot
+        send, recv = slots.buffers(self.size)
+        send[:8] = np.frombuffer(len(data).to_bytes(8, "little"), np.uint8)
+        fits = len(data) <= slot - 8
+        if fits:
+            send[8:8 + len(data)] = np.frombuffer(data, np.uint8)
+        self._wait(self.comm.Iallgather(send, recv))
+        table = recv.reshape(self.size, slot)
+        sizes = table[:, :8].copy().view(np.int64).reshape(-1).tolist()
+        if stats is not None:
+            t2 = time.perf_counter()
+        if max(sizes) <= slot - 8:
+            parts = [table[r, 8:8 + n].data for r, n in enumerate(sizes)]
+        else:  # a report larger than its slot: every rank sends its whole report again
+            offsets = np.cumsum([0] + sizes[:-1]).tolist()
+            whole = bytearray(sum(sizes))
+            self.comm.Allgatherv(data, [whole, sizes, offsets, self._MPI.BYTE])
+            view = memoryview(whole)
+            parts = [view[o:o + n] for o, n in zip(offsets, sizes)]
+        slots.resize(max(sizes))  # the same sizes on every rank: the same next slot
+        if stats is not None:
+            t3 = time.perf_counter()
+        out = [obj if r == self.rank else pickle.loads(part) for r, part in enumerate(parts)]
+        if stats is not None:
+            t4 = time.perf_counter()
+            stats.transport_cpu_s += time.process_time() - c0
+            stats.report_bytes += sum(sizes)
+            stats.serialize_s += (t1 - t0) + (t4 - t3)
+            stats.wait_s += t2 - t1
+            stats.exchange_s += t3 - t2
+        return out
+
+    def _wait(self, request) -> None:
+        """Wait for a nonblocking MPI call: polling at first, then sleeping between polls
+        (50 us, doubling to 1 ms), so that a rank waiting for a slower one leaves the CPU to
+        it when ranks outnumber free cores, instead of spinning inside MPI."""
+        test = request.Test
+        for _ in range(_SPIN_POLLS):
+            if test():
+                return
+        pause = 50e-6
+        while not test():
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
+
+    def _watched(self, call, *args, **kwargs):
+        """``call(*args, **kwargs)``, an MPI call that waits for other ranks, under the
+        watchdog (when there is one)."""
         if self.watchdog is None:
-            return self.comm.allgather(obj)
+            return call(*args, **kwargs)
         self.watchdog.enter()
         try:
-            return self.comm.allgather(obj)
+            return call(*args, **kwargs)
         finally:
             self.watchdog.leave()
 
     def gather(self, obj):
-        if self.watchdog is None:
-            return self.comm.gather(obj, root=0)
-        self.watchdog.enter()
-        try:
-            return self.comm.gather(obj, root=0)
-        finally:
-            self.watchdog.leave()
+        return self._watched(self.comm.gather, obj, root=0)
 
     def barrier(self) -> None:
         """``MPI_Barrier``: wait until every rank is here."""
-        self.comm.Barrier()
+        self._watched(self.comm.Barrier)
 
     def finalize(self) -> None:
         """``MPI_Finalize``: this rank is done with MPI. Called by every rank, it lets the job
         end with a non-zero exit code without ``MPI_Abort`` (``python -m mpi4py`` aborts a
         job whose rank exits non-zero while MPI is still initialized)."""
+        if self.watchdog is not None:
+            self.watchdog.finish()
         self._MPI.Finalize()
 
     def allreduce(self, value, op: str = "sum"):
         """``value`` (a number or a bool) combined over every rank: op "sum", "max" or
         "land" (logical and), as MPI_SUM, MPI_MAX and MPI_LAND."""
-        return self.comm.allreduce(value, op=getattr(self._MPI, op.upper()))
+        return self._watched(self.comm.allreduce, value, op=getattr(self._MPI, op.upper()))
 
     def allreduce_buffer(self, sendbuf: np.ndarray, recvbuf: np.ndarray) -> None:
         """``MPI_Allreduce(sendbuf, recvbuf, MPI_SUM)`` of numpy buffers: MPI's own all-reduce,
@@ -124,12 +245,63 @@ class MPITransport:
                                                     dest=dst, tag=tag % 32000))
         if self.watchdog is not None:
             self.watchdog.enter()
+        if STATS is not None:
+            t0, c0 = time.perf_counter(), time.process_time()
         try:
-            self._MPI.Request.Waitall(requests)
+            self._wait(_AllRequests(self._MPI, requests))
         finally:
             if self.watchdog is not None:
                 self.watchdog.leave()
+        if STATS is not None:
+            STATS.exchange_s += time.perf_counter() - t0
+            STATS.transport_cpu_s += time.process_time() - c0
+            STATS.payload_messages += len(outgoing) + len(incoming)
+            STATS.payload_bytes += sum(a.nbytes for _, _, arrays in outgoing for a in arrays)
         return received
+
+
+#: polls of a nonblocking call before ``MPITransport._wait`` starts sleeping between them
+_SPIN_POLLS = 200
+
+
+class _AllRequests:
+    """Several MPI requests as one, for ``MPITransport._wait`` (``MPI_Testall``)."""
+
+    def __init__(self, MPI, requests):
+        self.MPI, self.requests = MPI, requests
+
+    def Test(self) -> bool:
+        return self.MPI.Request.Testall(self.requests)
+
+
+class ReportSlots:
+    """The fixed-size slot each rank's window report gets in the window's ``MPI_Allgather``
+    (its first 8 bytes: the report's size). Every rank resizes it alike after each window,
+    from sizes that every rank has seen: up to fit the largest report (to 1 MiB), down to a
+    quarter when 64 windows in a row used less than that."""
+
+    LARGEST, SMALLEST, SHRINK_AFTER = 1 << 20, 4096, 64
+
+    def __init__(self):
+        self.slot, self.small_windows, self._buffers = 16384, 0, None
+
+    def buffers(self, ranks: int):
+        if self._buffers is None or self._buffers[0].size != self.slot:
+            self._buffers = (np.zeros(self.slot, np.uint8),
+                             np.zeros(self.slot * ranks, np.uint8))
+        return self._buffers
+
+    def resize(self, largest: int) -> None:
+        need = largest + 8
+        if need > self.slot and self.slot < self.LARGEST:
+            self.slot = min(self.LARGEST, 1 << (need - 1).bit_length())
+            self.small_windows = 0
+        elif need * 4 < self.slot and self.slot > self.SMALLEST:
+            self.small_windows += 1
+            if self.small_windows >= self.SHRINK_AFTER:
+                self.slot, self.small_windows = max(self.SMALLEST, self.slot // 4), 0
+        else:
+            self.small_windows = 0
 
 
 class RankWatchdog:
@@ -147,18 +319,25 @@ class RankWatchdog:
         self.count, self.since, self.table = 0, None, None
         if comm.Split_type(MPI.COMM_TYPE_SHARED).Get_size() == comm.Get_size():
             self.table = _shared_table(comm, (comm.Get_size(), 2))
+            atexit.register(self.finish)
         threading.Thread(target=self._watch, name="simdist-rank-watchdog", daemon=True).start()
 
     def enter(self) -> None:
         self.count += 1
         self.since = time.monotonic()
         if self.table is not None:
-            self.table[self.rank] = (self.count, 1)
+            self.table[self.rank] = (self.count, WAITING)
 
     def leave(self) -> None:
         self.since = None
         if self.table is not None:
-            self.table[self.rank, 1] = 0
+            self.table[self.rank, 1] = WORKING
+
+    def finish(self) -> None:
+        """This rank is done with its exchanges (at ``finalize`` and at exit): it is not
+        the one the others wait for."""
+        if self.table is not None:
+            self.table[self.rank, 1] = DONE
 
     def _watch(self) -> None:
         while True:
@@ -171,12 +350,12 @@ class RankWatchdog:
                 silent = "one or more ranks"
             else:
                 rows = table.copy()
-                waiting = [r for r in range(len(rows)) if rows[r, 1] and rows[r, 0] == count]
+                waiting = [r for r in range(len(rows)) if rows[r, 1] == WAITING]
                 if self.rank != min(waiting, default=self.rank) \
                         and time.monotonic() - since <= self.timeout + 5:
                     continue  # the lowest waiting rank speaks for all
                 silent = ", ".join(f"rank {r} (at exchange {rows[r, 0]})"
-                                   for r in range(len(rows)) if r not in waiting)
+                                   for r in silent_ranks(rows)) or "one or more ranks"
             sys.stderr.write(
                 f"simdist: error: {silent} stopped answering: rank {self.rank} waited "
                 f"{self.timeout:g} s (--timeout) for it at exchange {count}. A rank that is "
@@ -184,6 +363,25 @@ class RankWatchdog:
                 "(MPI_Abort)\n")
             sys.stderr.flush()
             self.comm.Abort(4)
+
+
+#: a rank's state in the watchdog's table: in its own work, waiting in an exchange, done
+WORKING, WAITING, DONE = 0, 1, 2
+
+
+def silent_ranks(rows) -> list[int]:
+    """The ranks the others wait for, from the watchdog's table (a row per rank: its
+    exchange count and state): those at work (neither waiting in an exchange nor done);
+    when every rank waits (one stopped inside MPI), those at the lowest exchange, if not
+    all are. A rank that went on ahead (a gather's sender, a rank in a barrier) waits too
+    and is never named."""
+    working = [r for r in range(len(rows)) if rows[r][1] == WORKING]
+    if working:
+        return working
+    waiting = [r for r in range(len(rows)) if rows[r][1] == WAITING]
+    lowest = min((rows[r][0] for r in waiting), default=0)
+    behind = [r for r in waiting if rows[r][0] == lowest]
+    return behind if len(behind) < len(waiting) else []
 
 
 def _bytes_view(arr: np.ndarray):

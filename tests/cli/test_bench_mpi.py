@@ -1,0 +1,67 @@
+"""``simdist bench mpi``: the table of one small workload in one process and over two ranks,
+and the transport's counters that fill its breakdown (which must not change a trace)."""
+
+import json
+import re
+
+import pytest
+
+from simdist.commands.bench import mpi
+from simdist.commands.cli import main as simdist_main
+from simdist.sim.transports import STATS_ENV, ReportSlots
+
+from tests.conftest import mpi_simdist
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.mark.timeout(300)
+def test_quick_table_has_both_rank_counts_a_ratio_and_a_breakdown(capsys, tmp_path):
+    out = tmp_path / "mpi.txt"
+    assert simdist_main(["bench", "mpi", "--quick", "--workloads", "ring-numpy", "-o",
+                         str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "[1/2] ring-numpy, 1 rank(s), run 1:" in text  # a progress line per run
+    assert "[2/2] ring-numpy, 2 rank(s), run 1:" in text
+    table = out.read_text()
+    assert table in text and "speed-up" in table
+    one = re.search(r"^ring-numpy\s+1\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+1\.00x", table, re.M)
+    two = re.search(r"^ring-numpy\s+2\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x", table,
+                    re.M)
+    assert one and two, table
+    assert float(two.group(4)) > 0
+    assert re.search(r"r0 [\d./]+ \[[\d., ]+\], r1 [\d./]+ \[[\d., ]+\]; 22 win", table)
+
+
+def test_bad_ranks_and_workloads_are_one_line_errors(capsys):
+    with pytest.raises(SystemExit):
+        mpi.main(["--ranks", "2,4"])
+    assert "expected distinct counts starting with 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        mpi.main(["--workloads", "nope"])
+    assert "unknown 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(200)
+def test_counting_leaves_the_trace_as_it_is(tmp_path, monkeypatch):
+    args = ["run", "token_ring", "--large-bytes", "1048576", "--seed", "3", "--quiet"]
+    assert simdist_main([*args, "--trace", str(tmp_path / "plain.json")]) == 0
+    monkeypatch.setenv(STATS_ENV, str(tmp_path / "stats"))
+    mpi_simdist(2, [*args, "--trace", str(tmp_path / "counted.json")])
+    assert (tmp_path / "counted.json").read_bytes() == (tmp_path / "plain.json").read_bytes()
+    stats = [json.loads((tmp_path / f"stats.rank{r}.json").read_text()) for r in (0, 1)]
+    assert [s["rank"] for s in stats] == [0, 1] and stats[0]["windows"] == stats[1]["windows"]
+    assert stats[0]["payload_bytes"] + stats[1]["payload_bytes"] > 1048576  # apart, by Isend
+    for s in stats:
+        assert s["total_s"] >= s["wait_s"] + s["exchange_s"] + s["serialize_s"]
+
+
+def test_report_slots_grow_to_fit_and_shrink_after_small_windows():
+    slots = ReportSlots()
+    slots.resize(40_000)
+    assert slots.slot == 65536
+    slots.resize(5_000_000)
+    assert slots.slot == ReportSlots.LARGEST  # larger reports take a second round
+    for _ in range(ReportSlots.SHRINK_AFTER):
+        slots.resize(100)
+    assert slots.slot == ReportSlots.LARGEST // 4
