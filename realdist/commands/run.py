@@ -62,6 +62,10 @@ def cmd_run(args) -> int:
     where = (f"{exercise.workers} worker processes x {exercise.devices_per_worker}"
              if STRATEGIES[exercise.strategy].multi_worker else "this process")
     if STRATEGIES[exercise.strategy].asynchronous:  # parameter_server
+        from realdist.training.parameter_server_runner import check_memory
+
+        check_memory(exercise.workers, exercise.ps, bool(  # before TF starts
+            args.processes or exercise.failures or (options.get("evaluation") or {}).get("kill")))
         where = (f"{exercise.workers} workers and {exercise.ps} ps with a coordinator, "
                  + ("one process per task" if args.processes or exercise.failures
                     else "in one process"))

@@ -17,6 +17,7 @@ import json
 import tempfile
 
 from simdist.base import errors
+from simdist.base.checks import check_footprint
 from simdist.distribute.failures import check_failures
 
 from realdist.runtime.localcluster import Task, run_cluster
@@ -54,6 +55,27 @@ serve(tf, CLUSTER, job, int(index))
 """
 
 
+#: measured with TF 2.21 on 2 cores: a process with TensorFlow (the coordinator's, or one
+#: task's), and each further server in the coordinator's process (2 workers: 0.73 GB in
+#: all, 32 workers: 2.0 GB; 2 workers and a ps in processes: 2.4 GB in 7 processes)
+PROCESS_BYTES, SERVER_BYTES = 350 << 20, 45 << 20
+
+
+def check_memory(workers: int, ps: int, processes: bool) -> None:
+    """Refuse a cluster whose TensorFlow servers would not fit (500 in one process also
+    run out of threads: TF aborts with "pthread_create failed")."""
+    tasks = workers + ps
+    if processes:
+        nbytes, how = (tasks + 3) * PROCESS_BYTES, "a TensorFlow process of about 350 MiB " \
+            "per task, the coordinator's and the launcher's"
+    else:
+        nbytes, how = 2 * PROCESS_BYTES + tasks * SERVER_BYTES, "the coordinator's " \
+            "TensorFlow, about 700 MiB, and a server of about 45 MiB per task in it"
+    check_footprint(nbytes, f"--workers {workers} --ps {ps}"
+                    + (" in a process each" if processes else " in one process"), how,
+                    "give fewer workers or ps")
+
+
 def run_parameter_server(exercise, timeout: float = 300, on_step=None,
                          processes: bool | None = None, evaluation: dict | None = None):
     """Train a parameter_server exercise on real TF; its RunResult. ``processes``: one
@@ -72,6 +94,7 @@ def run_parameter_server(exercise, timeout: float = 300, on_step=None,
         raise errors.InvalidArgumentError(
             f"failures {list(exercise.failures) or [evaluation['kill']]} need one process per "
             "task (a worker to kill), not the in-process cluster")
+    check_memory(exercise.workers, exercise.ps, processes)
     with tempfile.TemporaryDirectory(prefix="realdist-checkpoints-") as checkpoints:
         job = {"exercise": exercise.to_dict(), "processes": processes, "failures": failures,
                "evaluation": evaluation, "checkpoint_dir": checkpoints}

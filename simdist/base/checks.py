@@ -115,7 +115,7 @@ def check_footprint(nbytes: int, given: str, estimate: str, fix: str,
     of memory (``estimate``: how, from measurements): refused past ``most`` with ``fix``."""
     if nbytes > most:
         raise ResourceExhaustedError(
-            f"{given}: about {_size(nbytes)} of memory ({estimate}), more than simdist's cap "
+            f"{given}: about {_size(nbytes)} of memory ({estimate}), more than DistLab's cap "
             f"of {_size(most)} for one run (it keeps a run inside a 4 GiB machine): {fix}")
 
 

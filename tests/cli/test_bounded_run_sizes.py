@@ -65,6 +65,6 @@ def test_check_footprint_names_the_value_the_estimate_and_the_cap():
     check_footprint(MAX_RUN_BYTES, "--x 1", "how", "fix")
     with pytest.raises(ResourceExhaustedError) as info:
         check_footprint(MAX_RUN_BYTES + 1, "--x 2", "x copies", "give less")
-    assert str(info.value) == ("--x 2: about 3 GiB of memory (x copies), more than simdist's "
+    assert str(info.value) == ("--x 2: about 3 GiB of memory (x copies), more than DistLab's "
                                "cap of 3 GiB for one run (it keeps a run inside a 4 GiB "
                                "machine): give less")
