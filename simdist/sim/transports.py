@@ -171,7 +171,7 @@ class MPITransport:
 
     def _wait(self, request) -> None:
         """Wait for a nonblocking MPI call: polling at first, then sleeping between polls
-        (50 us, doubling to 1 ms), so that a rank waiting for a slower one leaves the CPU to
+        (50 us, doubling to 200 us), so that a rank waiting for a slower one leaves the CPU to
         it when ranks outnumber free cores, instead of spinning inside MPI."""
         test = request.Test
         for _ in range(_SPIN_POLLS):
@@ -180,7 +180,7 @@ class MPITransport:
         pause = 50e-6
         while not test():
             time.sleep(pause)
-            pause = min(pause * 2, 1e-3)
+            pause = min(pause * 2, 2e-4)
 
     def _watched(self, call, *args, **kwargs):
         """``call(*args, **kwargs)``, an MPI call that waits for other ranks, under the
