@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from course import lessons
-from course.site import local_kernel
+from course.execute import local_kernel
 from simdist.sim.launcher import run_mpi
 
 ROOT = Path(__file__).resolve().parent.parent
