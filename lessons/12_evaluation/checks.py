@@ -196,13 +196,15 @@ POLL_NS = 700_000
 @lru_cache(maxsize=None)
 def sidecar(poll_ns: int = POLL_NS) -> dict:
     """The side-car evaluation of ``SIDECAR`` looking every ``poll_ns``: the outcome, with
-    the checkpoints' names and times and when each evaluation started."""
+    when each checkpoint's save began and when the evaluator could see it (once complete),
+    and when each evaluation started."""
     run = simulate_evaluation(Exercise(**SIDECAR), "sidecar", poll_ns=poll_ns)
     ev = run.metadata["evaluation"]
     starts = {s.name.removeprefix("evaluate "): s.start for s in run.trace.spans
               if s.cat == "evaluation"}
     return {"evaluated": list(ev["evaluated"]), "skipped": list(ev["skipped"]),
-            "written": {c["name"]: c["at"] for c in ev["checkpoints"]}, "starts": starts}
+            "begins": {c["name"]: c["at"] for c in ev["checkpoints"]},
+            "visible": dict(ev["visible_at"]), "starts": starts}
 
 
 def _rule(written: dict, poll_ns: int, take) -> list[str]:
@@ -222,16 +224,27 @@ def _looks(side) -> str:
     seen, parts = set(), []
     for name in side["evaluated"]:
         at = side["starts"][name]
-        new = [n for n, t in side["written"].items() if t <= at and n not in seen]
+        new = [n for n, t in side["visible"].items() if t <= at and n not in seen]
         seen.update(new)
         parts.append(f"{at / 1e6:.1f} ms: {', '.join(new)}")
     return "; ".join(parts)
 
 
+def _complete_after_a_look(side) -> str:
+    """The first checkpoint whose save begins before a look and is visible only after it."""
+    for name, begins in side["begins"].items():
+        look = -(-begins // POLL_NS) * POLL_NS  # the first look at or after it begins
+        if side["visible"][name] > look:
+            return (f"{name}'s save begins at {begins / 1e6:.3f} ms, before the "
+                    f"{look / 1e6:.1f} ms look, and is complete at "
+                    f"{side['visible'][name] / 1e6:.3f} ms")
+    return ""
+
+
 def check_sidecar(module):
     mine = module.predict_sidecar()
     side = sidecar()
-    names = list(side["written"])
+    names = list(side["begins"])
     if as_set(mine) is None or not all(n in names for n in mine):
         raise CheckFailed(f"predict_sidecar returned {mine!r}, expected a list of checkpoint "
                           f"names among {names[0]} .. {names[-1]}",
@@ -253,20 +266,26 @@ def check_sidecar(module):
                   "without a new checkpoint: it evaluates the final one",
                   "训练结束后评估器还会继续查看，直到 timeout_ns 内没有新检查点为止：它会评估"
                   "最后一个检查点")
-    elif chosen == _rule(side["written"], POLL_NS, lambda new: new[0]):
+    elif chosen == _rule(side["visible"], POLL_NS, lambda new: new[0]):
         hint = tr("it evaluates the latest checkpoint, not the oldest new one "
                   "(checkpoints_iterator yields the newest)",
                   "它评估的是最新的检查点，而不是新检查点里最旧的那个（checkpoints_iterator "
                   "给出的是最新的）")
+    elif chosen == _rule(side["begins"], POLL_NS, lambda new: new[-1]):
+        late = _complete_after_a_look(side)
+        hint = tr(f"a checkpoint counts once its save is complete (the checkpoint file is "
+                  f"written last), 32 us after it begins: {late}",
+                  f"检查点要在保存完成后才算数（checkpoint 文件最后写），即保存开始 32 微秒之后："
+                  f"{late}")
     elif chosen == names[1::2]:
         hint = tr("0.7 ms is not two checkpoint intervals: look at 0, 0.7, 1.4 ms... and ask "
                   "which checkpoints are new at each", "0.7 毫秒不是两个检查点间隔：在 0、0.7、"
                   "1.4 毫秒……各查看一次，问每次有哪些新检查点")
     else:
-        hint = tr("list the looks (every 0.7 ms from 0) and the checkpoints written before "
-                  "each (every 0.4885 ms from 0.4885 ms): the latest new one is evaluated",
-                  "列出各次查看（从 0 起每 0.7 毫秒一次）以及每次之前写下的检查点（从 0.4885 "
-                  "毫秒起每 0.4885 毫秒一个）：新检查点中最新的那个被评估")
+        hint = tr("list the looks (every 0.7 ms from 0) and the checkpoints visible before "
+                  "each (every 0.4885 ms from 0.5207 ms): the latest new one is evaluated",
+                  "列出各次查看（从 0 起每 0.7 毫秒一次）以及每次之前已经可见的检查点（从 "
+                  "0.5207 毫秒起每 0.4885 毫秒一个）：新检查点中最新的那个被评估")
     wrong = (f"includes {extra}, which it skips" if extra else "") + \
         ("; " if extra and missing else "") + \
         (f"leaves out {missing}, which it evaluates" if missing else "")
