@@ -32,8 +32,8 @@ WRONG = [
      "RunGraph requests", "asynchronous: each tower's train op is a plan of its own"),
     ("the ps forgotten", "return workers - 1, (workers - 1) * steps",
      "master_requests(3, 'sync', 4) returned (2, 8)", "the ps holds w and the average"),
-    ("a list", "return [workers, workers * steps]",
-     "master_requests(3, 'sync', 4) returned [3, 12], expected a pair of ints",
+    ("three numbers", "return workers, workers * steps, 0",
+     "master_requests(3, 'sync', 4) returned (3, 12, 0), expected a pair of ints",
      "return a tuple of two ints"),
 ]
 
@@ -51,6 +51,8 @@ def test_the_right_counts_pass_in_one_process():
     r = _result("master_requests", ANSWER.format(body=RIGHT))
     assert r.passed and r.message == ("right for 3 workers sync, 4 workers sync, 4 workers "
                                       "async"), r.message
+    as_list = RIGHT.replace("return r, r * steps", "return [r, r * steps]")
+    assert _result("master_requests", ANSWER.format(body=as_list)).passed  # a pair as a list
 
 
 # -- exercise 5: in_graph_mpi.py under mpiexec, 1 to 4 ranks -----------------------------------
