@@ -22,7 +22,9 @@ is 2 x 2 chips, 8 cores, one host. What the model keeps of a real TPU:
   hosts). Every host runs the same program, so hosts sit on MPI ranks like any tasks.
 - **Static shapes.** XLA compiles one program for fixed shapes: a batch that is not the first
   batch's shape (a partial last batch of a dataset batched without ``drop_remainder``) or does
-  not split evenly over the cores is an InvalidArgumentError before it runs.
+  not split evenly over the cores is an InvalidArgumentError before it runs. That is TF with
+  ``tf.distribute.RunOptions(experimental_enable_dynamic_batch_size=False)``; TF 2.21's
+  default pads a partial batch to the compiled shape instead, which simdist does not model.
 """
 
 from __future__ import annotations
@@ -142,7 +144,9 @@ class TPUStrategy(Strategy):
             raise InvalidArgumentError(
                 f"TPUStrategy: the global batch of step {step} has shape {shape}, the first "
                 f"had {self._batch_shape}: XLA compiles for static shapes, and a partial batch "
-                f"is a dynamic one; batch the dataset with drop_remainder=True")
+                f"is a dynamic one; batch the dataset with drop_remainder=True (simdist "
+                f"models experimental_enable_dynamic_batch_size=False; TF 2.21 pads by "
+                f"default)")
         if shape[0] % self.num_replicas_in_sync:
             raise InvalidArgumentError(
                 f"TPUStrategy: a global batch of shape {shape} does not split evenly over "
