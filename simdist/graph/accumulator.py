@@ -316,7 +316,8 @@ def _accumulator_kernel(op, args, rt):
 
 def _apply_kernel(op, args, rt):
     accumulator, step, grad = args
-    accumulator.validate(grad, op)
+    if int(step) >= accumulator.global_step:  # TF checks only the gradients it keeps
+        accumulator.validate(grad, op)
     _apply(op, accumulator, step, np.asarray(grad, accumulator.dtype.as_numpy_dtype), rt,
            source=op.inputs[2])
     return []
@@ -353,7 +354,9 @@ def _sparse_apply_kernel(op, args, rt):
         values = values.reshape((indices.size, *values.shape[indices.ndim:]))
         indices = indices.reshape(-1)
     known = op.attrs.get("has_known_shape", True)
-    accumulator.validate((indices, values), op, np.asarray(shape).tolist() if known else None)
+    if int(step) >= accumulator.global_step:
+        accumulator.validate((indices, values), op,
+                             np.asarray(shape).tolist() if known else None)
     _apply(op, accumulator, step, (indices, values), rt,
            source=op.inputs[3])
     return []

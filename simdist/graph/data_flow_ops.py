@@ -229,18 +229,28 @@ class QueueBase:
         return self._result(self._op("QueueDequeueV2", [], self._outputs(),
                                      name or f"{self._name}_Dequeue", self._dequeue_attrs()))
 
+    def _dequeue_n(self, op_type, n, name, batch):
+        with get_default_graph().name_scope(name) as scope:
+            count = convert_to_tensor(n, dtype=int32, name="n")
+            if op_type == "QueueDequeueManyV2" and isinstance(n, int) and n < 0:
+                types = ", ".join(f"DT_{d.name.upper().replace('FLOAT32', 'FLOAT')}"
+                                  .replace("FLOAT64", "DOUBLE") for d in self._dtypes)
+                raise ValueError(
+                    f"Input 'n' must be >= 0, but is {n} for '{{{{node {scope[:-1]}}}}} = "
+                    f"{op_type}[component_types=[{types}], timeout_ms=-1]({self.name}, "
+                    f"{count.op.name})' with input shapes: [], [] and with computed input "
+                    f"tensors: input[1] = <{n}>.")
+            return self._result(self._op(op_type, [count], self._outputs((batch,)), scope,
+                                         self._dequeue_attrs()))
+
     def dequeue_many(self, n, name=None):
-        count = convert_to_tensor(n, dtype=int32)
         batch = n if isinstance(n, int) else None
-        return self._result(self._op("QueueDequeueManyV2", [count], self._outputs((batch,)),
-                                     name or f"{self._name}_DequeueMany",
-                                     self._dequeue_attrs()))
+        return self._dequeue_n("QueueDequeueManyV2", n, name or f"{self._name}_DequeueMany",
+                               batch)
 
     def dequeue_up_to(self, n, name=None):
-        count = convert_to_tensor(n, dtype=int32)
-        return self._result(self._op("QueueDequeueUpToV2", [count], self._outputs((None,)),
-                                     name or f"{self._name}_DequeueUpTo",
-                                     self._dequeue_attrs()))
+        return self._dequeue_n("QueueDequeueUpToV2", n, name or f"{self._name}_DequeueUpTo",
+                               None)
 
     def close(self, cancel_pending_enqueues=False, name=None):
         return self._op("QueueCloseV2", [], [], name or f"{self._name}_Close",

@@ -179,6 +179,20 @@ class PriorityQueueResource(QueueResource):
         need = head.n - len(head.taken)
         return len(self.items) if self.closed or len(self.items) >= need else 0
 
+    def _dispatch(self):
+        """TF 2.21's PriorityQueue, closed with too few elements for the oldest
+        ``dequeue_up_to``: takes what is left, loses it, and fails asking for the rest."""
+        while self.closed and self._gets and not any(put.items for put in self._puts):
+            head = self._gets[0]
+            need = head.n - len(head.taken)
+            if not head.up_to or need <= len(self.items):
+                break
+            need -= len(self.items)
+            self.items.clear()
+            self._gets.popleft()
+            head.event.fail(self._insufficient_error(need))
+        super()._dispatch()
+
     def _take(self, n):
         order = sorted(range(len(self.items)), key=lambda i: (int(self.items[i][0]), i))[:n]
         taken = [self.items[i] for i in order]
@@ -263,6 +277,8 @@ def _enqueue_many_kernel(op, args, rt):
                 f"{tf_dims(np.shape(value)[:1])}", op))
     if queue.shapes:
         queue.check_element(values, op, batch=size)
+    if size == 0:  # TF: nothing to enqueue, done (even on a closed queue)
+        return []
     elements = [_element(queue, [v[i] for v in values]) for i in range(size)]
     yield from rt.wait(queue, queue.put(rt.env, elements), op)
     rt.record_size(queue)
@@ -271,7 +287,11 @@ def _enqueue_many_kernel(op, args, rt):
 
 def _dequeue_kernel(op, args, rt):
     queue = args[0]
-    (element,) = yield from rt.wait(queue, queue.get(rt.env, 1), op)
+    try:
+        (element,) = yield from rt.wait(queue, queue.get(rt.env, 1), op)
+    except OutOfRangeError as error:  # TF's PaddingFIFOQueue dequeues as its FIFOQueue
+        raise OutOfRangeError(str(error).replace("PaddingFIFOQueue '", "FIFOQueue '", 1)
+                              ) from None
     rt.record_size(queue)
     return list(element)
 
