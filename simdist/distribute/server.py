@@ -26,6 +26,8 @@ with ``FailedPreconditionError`` until they are restored.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from simdist.base.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
@@ -57,6 +59,14 @@ class SimpleClusterResolver:
         return self._spec
 
 
+class PendingFailure(NamedTuple):
+    """A failure's wait: for its time (``restart`` False) or for its task to come back."""
+
+    failure: Failure
+    wait: object  # the simulated Timeout
+    restart: bool
+
+
 class TaskState:
     """This rank's mirror of a server task: whether it is up, events for its next failure
     and restart (of the task's own order, so that they run in the same place on every
@@ -86,7 +96,7 @@ class InProcessCluster:
         self.strategies: list = []  # this rank's ParameterServerStrategy objects
         self._names: dict = {}  # id(function or rule) -> its registered name
         self._env = None
-        self._waits: list = []  # (failure, the timeout it waits on before it happens)
+        self._waits: list[PendingFailure] = []  # every failure's waits, in order
 
     def resolver(self, ctx) -> SimpleClusterResolver:
         self._attach(ctx)
@@ -252,15 +262,16 @@ class InProcessCluster:
                 "know the failures at start: give them to InProcessCluster(failures=...)")
         self._start_failure(failure)
 
-    def end_training(self) -> list[Failure]:
+    def end_training(self) -> list[PendingFailure]:
         """The coordinator's program ended (TF's job is over): the failures that have not
-        happened yet never will, and do not run simulated time on to theirs (in one process;
-        across ranks the others cannot know, and keep them). Returns them."""
-        never = [f for f, wait in self._waits if not wait.processed]
+        happened yet never will, and the tasks still down do not come back, so neither runs
+        simulated time on (in one process; across ranks the others cannot know, and keep
+        them). Returns those waits."""
+        pending = [p for p in self._waits if not p.wait.processed]
         if self.all_local():
-            for _, wait in self._waits:
-                wait.cancel()
-        return never
+            for p in pending:
+                p.wait.cancel()
+        return pending
 
     def _start_failure(self, f: Failure) -> None:
         state = self.state(f.task)
@@ -272,7 +283,7 @@ class InProcessCluster:
         server on this rank loses what it holds (its instants on its "faults" lane)."""
         env = self._env
         wait = env.timeout(max(0, f.at_ns - env.now))
-        self._waits.append((f, wait))
+        self._waits.append(PendingFailure(f, wait, restart=False))
         yield wait
         server = self.servers.get(f.task)
         if server is not None:
@@ -286,7 +297,9 @@ class InProcessCluster:
         failed.succeed(f.task)
         if f.down_ns is None:
             return
-        yield env.timeout(f.down_ns)
+        wait = env.timeout(f.down_ns)
+        self._waits.append(PendingFailure(f, wait, restart=True))
+        yield wait
         state.up = True
         if server is not None:
             server.ctx.instant("faults", "task restarted", "fault")

@@ -61,6 +61,9 @@ def format_run(run: RunResult) -> str:
     for failure in meta.get("failures_never_happened", ()):
         lines.append(f"failure {failure} never happened: training ended first, at "
                      f"{format_ns(meta['trained_ns'])} of simulated time")
+    for task in meta.get("down_at_the_end", ()):
+        lines.append(f"{task} was still down when training ended, at "
+                     f"{format_ns(meta['trained_ns'])}: the job was over before it came back")
     return "\n".join(lines)
 
 

@@ -204,9 +204,10 @@ def coordinator_loop(ctx, program: PsProgram):
         yield from evaluation.after_training(ctx, coordinator, program, final_weights))}
     times = [ctx.now // max(1, len(losses))] * len(losses)  # throughput: async steps overlap
     weights = yield from final_weights()
-    never = cluster.end_training()  # failures after the end: none happens
+    pending = cluster.end_training()  # failures after the end: none happens
     runs = {"functions": coordinator._scheduled, "restores": restores, "trained_ns": ctx.now,
-            "failures_never_happened": [str(f) for f in never],
+            "failures_never_happened": [str(p.failure) for p in pending if not p.restart],
+            "down_at_the_end": [p.failure.task for p in pending if p.restart],
             "ps_bytes_stored": strategy.ps_load(),
             "shards": {name: [v.device for v in getattr(var, "variables", [var])]
                        for name, var in variables.items()},

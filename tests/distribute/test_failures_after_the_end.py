@@ -19,6 +19,13 @@ def test_simdist_run_reports_the_time_training_took_not_the_failure_s(capsys):
     assert "failure worker:1@100s+1ms never happened: training ended first" in out
 
 
+def test_a_worker_still_down_at_the_end_does_not_stretch_the_run(capsys):
+    assert main(["run", "parameter_server", "--steps", "5", "--fail", "worker:1@200us+1s"]) == 0
+    out = capsys.readouterr().out
+    assert int(out.splitlines()[0].rsplit("simulated time ", 1)[1].split()[0]) < 10_000_000
+    assert "worker:1 was still down when training ended" in out
+
+
 def test_a_failure_during_training_still_happens():
     from simdist.training.exercises import Exercise
     from simdist.training.loop import simulate_exercise
