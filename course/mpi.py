@@ -101,6 +101,15 @@ def exercise_path(argv, here: Path, doc: str, function: str) -> Path:
     return Path(parser.parse_args(argv).file)
 
 
+def task_ranks(cluster: dict, ranks: int) -> str:
+    """"worker:0 on rank 0, worker:1 on rank 1, ...": where each task of ``cluster`` (a
+    ClusterSpec's jobs) runs under ``mpiexec -n ranks``, as simdist spreads them."""
+    from simdist.hardware.cluster import ClusterSpec, task_to_rank
+
+    tasks = [t.name for t in ClusterSpec(cluster).tasks()]
+    return ", ".join(f"{t} on rank {r}" for t, r in zip(tasks, task_to_rank(len(tasks), ranks)))
+
+
 def verdict(lines: list, verify: Callable[[], str], success: str) -> tuple[str, bool]:
     """A report's ``lines`` and its last one: "✓ ``success``: " and what ``verify()`` says,
     or "✗" and the check that failed (its hint in the learner's language)."""

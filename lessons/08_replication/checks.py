@@ -259,13 +259,6 @@ def simulated_requests(case) -> tuple[int, int]:
     return counted_requests(run_requests_case(case))
 
 
-def task_ranks(workers: int, ranks: int) -> str:
-    """"worker:0 on rank 0, ..., ps:0 on rank 3": where each task of an in-graph job
-    {ps: 1, worker: workers} runs under ``mpiexec -n ranks``."""
-    tasks = [t.name for t in ClusterSpec({"ps": 1, "worker": workers}).tasks()]
-    return ", ".join(f"{t} on rank {r}" for t, r in zip(tasks, task_to_rank(len(tasks), ranks)))
-
-
 def between_ranks(run, workers: int, ranks: int) -> int:
     """How many of the master's requests went to a task on another MPI rank (real MPI
     messages there)."""

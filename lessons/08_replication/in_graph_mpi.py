@@ -17,7 +17,7 @@ check fails (the job ends normally, without MPI_Abort).
 import sys
 from pathlib import Path
 
-from course.mpi import exercise_path, failure_text, run_exercise, verdict
+from course.mpi import exercise_path, failure_text, run_exercise, task_ranks, verdict
 from course.lessons import load_module
 from simdist.sim.transports import MPITransport
 
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
             workers, mode, steps = case
             register, run_graph = measured[case] = checks.counted_requests(run)
             lines.append(f"  {workers} workers, {mode}, {steps} steps "
-                         f"({checks.task_ranks(workers, ranks)}): the master sent {register} "
+                         f"({task_ranks({"ps": 1, "worker": workers}, ranks)}): the master sent {register} "
                          f"RegisterGraph and {run_graph} RunGraph requests, "
                          f"{checks.between_ranks(run, workers, ranks)} of the "
                          f"{register + run_graph} to a task on another rank")

@@ -15,7 +15,6 @@ import numpy as np
 
 from simdist import simulate
 from simdist.distribute.cluster_coordinator import ClusterCoordinator
-from simdist.hardware.cluster import ClusterSpec, task_to_rank
 from simdist.training.data import classification, global_batches
 from simdist.training import simulate_exercise
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
@@ -305,12 +304,6 @@ def run_labels_job(cluster, fn, transport=None):
         return {"values": fetched}
 
     return simulate(LABELS_JOB, main, transport=transport)
-
-
-def task_ranks(ranks: int) -> str:
-    """"chief:0 on rank 0, worker:0 on rank 1, ...": where each task of the job runs."""
-    tasks = [t.name for t in ClusterSpec(LABELS_JOB).tasks()]
-    return ", ".join(f"{t} on rank {r}" for t, r in zip(tasks, task_to_rank(len(tasks), ranks)))
 
 
 def _expected_counts(result) -> dict:

@@ -16,7 +16,7 @@ count; the exit code is 1 when a check fails (the job ends normally, without MPI
 import sys
 from pathlib import Path
 
-from course.mpi import exercise_path, failure_text, run_exercise, verdict
+from course.mpi import exercise_path, failure_text, run_exercise, task_ranks, verdict
 from course.lessons import load_module
 from simdist.sim.transports import MPITransport
 
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     def report(result):
         ranks = transport.size
         lines = [f"coordinator_mpi: register_functions from {path.name}; a chief, 2 workers "
-                 f"and 1 ps over {ranks} MPI rank(s) ({checks.task_ranks(ranks)})",
+                 f"and 1 ps over {ranks} MPI rank(s) ({task_ranks(checks.LABELS_JOB, ranks)})",
                  f"  registered on every rank: {', '.join(job['registered'])}"]
         return verdict(lines, lambda: checks.verify_labels(result, job["name"]),
                        f"the workers found {job['name']} and dataset_fn by name")

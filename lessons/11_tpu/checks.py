@@ -33,17 +33,25 @@ def _tpu(**given) -> Exercise:
 TORI = ((4, 2), (2, 2), (4, 4), (4, 3))
 
 
+def tpu_mlp(x, y) -> Exercise:
+    """One step of the MLP on a slice whose chips are an ``x`` by ``y`` torus."""
+    cores = 2 * x * y
+    return _tpu(devices_per_worker=cores, model="mlp", dataset="digits", hidden=256, steps=1,
+                global_batch=64 if 64 % cores == 0 else 4 * cores)
+
+
+def ici_of(run, host: str = "worker:0") -> tuple[tuple[int, int], ...]:
+    """(bytes all-reduced, ICI bytes sent per chip) of every distinct all-reduce in a run's
+    trace, on core 0 of ``host``."""
+    return tuple(sorted({(s.args["bytes"], s.args["ici_bytes_per_chip"]) for s in
+                         run.trace.spans if s.pid == host and s.lane == "TPU:0"
+                         and s.cat == "collective"}, reverse=True))
+
+
 @lru_cache(maxsize=None)
 def measured_ici(x, y) -> tuple[tuple[int, int], ...]:
-    """(bytes all-reduced, ICI bytes sent per chip) of every distinct all-reduce of one step
-    of the MLP on an ``x`` by ``y`` torus, from the trace of core 0."""
-    cores = 2 * x * y
-    run = simulate_exercise(_tpu(devices_per_worker=cores, model="mlp", dataset="digits",
-                                 hidden=256, steps=1,
-                                 global_batch=64 if 64 % cores == 0 else 4 * cores))
-    return tuple(sorted({(s.args["bytes"], s.args["ici_bytes_per_chip"]) for s in
-                         run.trace.spans if s.pid == "worker:0" and s.lane == "TPU:0"
-                         and s.cat == "collective"}, reverse=True))
+    """``ici_of`` one step of the MLP on an ``x`` by ``y`` torus (``tpu_mlp``)."""
+    return ici_of(simulate_exercise(tpu_mlp(x, y)))
 
 
 def _ring(p, nbytes, sends=2):
@@ -75,21 +83,27 @@ def _ici_hint(mine, x, y, nbytes) -> str:
               "p 个芯片的环里每个芯片发送 2(p - 1) 块，每块 nbytes / p；环面在每个维度上各跑一个这样的环")
 
 
+def verify_ici(module, x, y, measured) -> None:
+    """The learner's ``ici_bytes_per_chip`` against every (bytes, ICI bytes per chip) of
+    ``measured`` on an ``x`` by ``y`` torus; a CheckFailed at the first that differs."""
+    for nbytes, real in measured:
+        mine = module.ici_bytes_per_chip(x, y, nbytes)
+        if not is_int(mine):
+            raise CheckFailed(f"ici_bytes_per_chip({x}, {y}, {nbytes}) returned {mine!r}, "
+                              f"expected an int", tr("return a number of bytes",
+                                                     "返回字节数（整数）"))
+        if mine != real:
+            raise CheckFailed(
+                f"ici_bytes_per_chip({x}, {y}, {nbytes}) returned {mine:,}; each chip of "
+                f"the simulated {x}x{y} slice sent {real:,} bytes over ICI",
+                _ici_hint(mine, x, y, nbytes),
+                tr("2(x - 1) ceil(nbytes / x) + 2(y - 1) ceil(nbytes / y)",
+                   "2(x - 1) ceil(nbytes / x) + 2(y - 1) ceil(nbytes / y)"))
+
+
 def check_ici(module):
     for x, y in TORI:
-        for nbytes, real in measured_ici(x, y):
-            mine = module.ici_bytes_per_chip(x, y, nbytes)
-            if not is_int(mine):
-                raise CheckFailed(f"ici_bytes_per_chip({x}, {y}, {nbytes}) returned {mine!r}, "
-                                  f"expected an int", tr("return a number of bytes",
-                                                         "返回字节数（整数）"))
-            if mine != real:
-                raise CheckFailed(
-                    f"ici_bytes_per_chip({x}, {y}, {nbytes}) returned {mine:,}; each chip of "
-                    f"the simulated {x}x{y} slice sent {real:,} bytes over ICI",
-                    _ici_hint(mine, x, y, nbytes),
-                    tr("2(x - 1) ceil(nbytes / x) + 2(y - 1) ceil(nbytes / y)",
-                       "2(x - 1) ceil(nbytes / x) + 2(y - 1) ceil(nbytes / y)"))
+        verify_ici(module, x, y, measured_ici(x, y))
     return f"right for the {', '.join(f'{x}x{y}' for x, y in TORI)} tori, to the byte"
 
 
