@@ -44,7 +44,7 @@ def main(argv=None) -> int:
             workers, mode, steps = case
             register, run_graph = measured[case] = checks.counted_requests(run)
             lines.append(f"  {workers} workers, {mode}, {steps} steps "
-                         f"({task_ranks({"ps": 1, "worker": workers}, ranks)}): the master sent {register} "
+                         f"({task_ranks({'ps': 1, 'worker': workers}, ranks)}): the master sent {register} "
                          f"RegisterGraph and {run_graph} RunGraph requests, "
                          f"{checks.between_ranks(run, workers, ranks)} of the "
                          f"{register + run_graph} to a task on another rank")
