@@ -59,8 +59,8 @@ def _as_shape_list(shapes, unknown_dim_allowed=False):
                         f"got {type(shapes)} instead.")
     if all(s is None or isinstance(s, int) for s in shapes):
         shapes = [shapes]
-    shapes = [None if s is None else tuple(None if d is None else int(d) for d in s)
-              for s in shapes]
+    shapes = [None if s is None else tuple(None if d is None else int(d) for d in (
+        s if isinstance(s, (list, tuple)) else (s,))) for s in shapes]  # 2 is the shape (2,)
     if not unknown_dim_allowed and any(s is None or None in s for s in shapes):
         raise ValueError("All shapes must be fully defined: "
                          f"[{', '.join(_shape_repr(s) for s in shapes)}]")
