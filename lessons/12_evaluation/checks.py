@@ -193,18 +193,22 @@ SIDECAR = {"strategy": "parameter_server", "workers": 2, "steps": 40, "global_ba
 POLL_NS = 700_000
 
 
-@lru_cache(maxsize=None)
-def sidecar(poll_ns: int = POLL_NS) -> dict:
-    """The side-car evaluation of ``SIDECAR`` looking every ``poll_ns``: the outcome, with
-    when each checkpoint's save began and when the evaluator could see it (once complete),
-    and when each evaluation started."""
-    run = simulate_evaluation(Exercise(**SIDECAR), "sidecar", poll_ns=poll_ns)
+def sidecar_of(run) -> dict:
+    """What a side-car evaluation's run shows: the outcome, when each checkpoint's save
+    began and when the evaluator could see it (once complete), and when each evaluation
+    started."""
     ev = run.metadata["evaluation"]
     starts = {s.name.removeprefix("evaluate "): s.start for s in run.trace.spans
               if s.cat == "evaluation"}
     return {"evaluated": list(ev["evaluated"]), "skipped": list(ev["skipped"]),
             "begins": {c["name"]: c["at"] for c in ev["checkpoints"]},
             "visible": dict(ev["visible_at"]), "starts": starts}
+
+
+@lru_cache(maxsize=None)
+def sidecar(poll_ns: int = POLL_NS) -> dict:
+    """``sidecar_of`` the side-car evaluation of ``SIDECAR`` looking every ``poll_ns``."""
+    return sidecar_of(simulate_evaluation(Exercise(**SIDECAR), "sidecar", poll_ns=poll_ns))
 
 
 def _rule(written: dict, poll_ns: int, take) -> list[str]:
@@ -242,8 +246,12 @@ def _complete_after_a_look(side) -> str:
 
 
 def check_sidecar(module):
-    mine = module.predict_sidecar()
-    side = sidecar()
+    return verify_sidecar(module.predict_sidecar(), sidecar())
+
+
+def verify_sidecar(mine, side: dict) -> str:
+    """The learner's ``predict_sidecar()`` answer against a side-car run (``sidecar_of``):
+    what it evaluates and skips, or a CheckFailed with a hint."""
     names = list(side["begins"])
     if as_set(mine) is None or not all(n in names for n in mine):
         raise CheckFailed(f"predict_sidecar returned {mine!r}, expected a list of checkpoint "

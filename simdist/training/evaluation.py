@@ -313,9 +313,12 @@ def evaluation_program(exercise: Exercise, style: str, eval_examples: int = 256,
 
 def simulate_evaluation(exercise: Exercise, style: str, eval_examples: int = 256,
                         eval_batch: int = 32, shards: int = 4, poll_ns: int = 500_000,
-                        timeout_ns: int = 2_000_000, trace: bool = True) -> RunResult:
+                        timeout_ns: int = 2_000_000, trace: bool = True,
+                        transport=None) -> RunResult | None:
     """Train ``exercise`` (a parameter_server one) and evaluate it in ``style`` on its first
-    ``eval_examples`` examples; the outcome in ``metadata["evaluation"]``."""
+    ``eval_examples`` examples; the outcome in ``metadata["evaluation"]``. ``transport`` (an
+    ``MPITransport``, under mpiexec): the tasks spread over its ranks; rank 0 gets the run
+    (the same as in one process), the others None."""
     from simdist.hardware.devices import Hardware, HardwareCatalog
     from simdist.sim.scheduler import simulate
 
@@ -324,7 +327,10 @@ def simulate_evaluation(exercise: Exercise, style: str, eval_examples: int = 256
     _, layout = cluster_and_layout(exercise)
     hardware = Hardware.from_catalog(HardwareCatalog.default(), exercise.hardware, layout)
     out = simulate(jobs, main, hardware=hardware, seed=exercise.seed, trace=trace,
+                   transport=transport,
                    metadata={"program": f"{exercise.strategy} evaluation {style}"})
+    if out.rank != 0:
+        return None
     return finish(to_run_result(exercise, out, hardware), out)
 
 def describe(evaluation: dict) -> str:
