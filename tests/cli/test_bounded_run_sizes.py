@@ -22,6 +22,17 @@ def test_data_parallel_counts_its_pieces_in_the_events_it_refuses(capsys):
     assert "1,120,000,480 events" in err or "events, more than" in err
 
 
+def test_pieces_whose_messages_in_flight_do_not_fit_are_refused_whatever_the_limits(capsys):
+    err = _error(capsys, "run", "data_parallel", "--pieces", "1000000", "--max-events",
+                 "100000000000")
+    assert err == ("simdist: error: --pieces 1,000,000 on 8 tasks: about 22.9 GiB of memory "
+                   "(about 3 KiB per piece, every task's pieces in flight at once), more "
+                   "than DistLab's cap of 3 GiB for one run (it keeps a run inside a 4 GiB "
+                   "machine): give fewer --pieces")
+    assert "--pieces 300,000 on 4 tasks" in _error(capsys, "run", "allreduce", "--phantom",
+                                                   "--pieces", "300000")
+
+
 def test_data_parallel_with_a_few_pieces_still_runs(capsys):
     assert main(["run", "data_parallel", "--workers", "4", "--steps", "2", "--pieces", "4",
                  "--quiet"]) == 0

@@ -6,6 +6,7 @@ import numpy as np
 
 from simdist.hardware.cluster import ClusterSpec
 from simdist.hardware.devices import Layout
+from simdist.base.checks import check_footprint
 from simdist.base.errors import InvalidArgumentError
 from simdist.sim.payloads import Phantom
 from simdist.hardware.units import format_bytes, size_option
@@ -15,6 +16,9 @@ from simdist.training.programs.program import Program
 FLAGS = {"pieces": "--pieces", "num_ps": "--num-ps"}
 #: the most bytes of real values (every task's, together) a run holds; --phantom for more
 MAX_DATA_BYTES = 4 << 30
+#: the memory of one piece of a pipelined all-reduce in flight, with its message and events
+#: (measured, data_parallel: 8 tasks x 20,000 pieces took 0.45 GB, 2 x 200,000 0.45 GB)
+PIECE_BYTES = 3 << 10
 
 
 def add_arguments(parser):
@@ -63,11 +67,17 @@ def setup(args):
 
 
 def options(args) -> dict:
-    """The algorithm's options given on the command line, checked against its record."""
+    """The algorithm's options given on the command line, checked against its record (and
+    ``--pieces`` against the memory its messages in flight take)."""
     from simdist.collectives import algorithm_named
 
     given = {name: getattr(args, name) for name in FLAGS if getattr(args, name) is not None}
     algorithm_named(args.algorithm).check_options(given, FLAGS)
+    if given.get("pieces", 1) > 1:
+        tasks = getattr(args, "workers", None) or args.p
+        check_footprint(tasks * given["pieces"] * PIECE_BYTES, f"--pieces {given['pieces']:,} "
+                        f"on {tasks:,} tasks", "about 3 KiB per piece, every task's pieces "
+                        "in flight at once", "give fewer --pieces")
     return given
 
 
