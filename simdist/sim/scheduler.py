@@ -25,7 +25,7 @@ from simdist.base.errors import InvalidArgumentError
 from simdist.sim.flows import FIDELITIES
 from simdist.base.checks import check_seed
 from simdist.sim.limits import DEFAULT_LIMITS, RunLimitError, RunLimits, check_limits
-from simdist.sim.network import NETWORK_STREAM, Network, nic_name
+from simdist.sim.network import NETWORK_STREAM, Network, new_header, nic_name
 from simdist.sim.payloads import rebuild_payload
 from simdist.trace.schema import TRACE_MAX_MB, Trace, Tracer, build_trace, max_records_per_stream
 from simdist.sim.transports import InProcessTransport
@@ -55,7 +55,9 @@ class SimulationResult:
 class WindowReport(NamedTuple):
     """What one rank tells every other at the end of a window (the window's allgather)."""
 
-    headers: list  # a MessageHeader for each message its tasks sent in the window
+    #: each message its tasks sent in the window: its MessageHeader's fields as a plain
+    #: tuple (pickled 3 to 4 times faster than the NamedTuple; ``new_header`` rebuilds it)
+    headers: list
     next_time: int | float  # when its next event happens (INFINITY: none is scheduled)
     live: int  # its processes started and not ended (daemons included)
     now: int  # its simulated time
@@ -197,12 +199,15 @@ class Simulation:
             sent, outbox[:] = list(outbox), []
             joined, joins[:] = list(joins), []
             remote = _keep_local(transport.rank, sent, self.rank_of, payloads)
+            mine = [m[0] for m in sent]
             info = transport.allgather(WindowReport(
-                [m[0] for m in sent], env.peek(), env.live_processes, env.now,
-                env.events_scheduled, out_of_time is not None and out_of_time(), joined,
-                _inline(remote)))
-            _move_payloads(transport, remote, info, self.rank_of, payloads, contexts)
-            network.egress([h for report in info for h in report.headers])
+                [tuple(h) for h in mine] if transport.size > 1 else mine, env.peek(),
+                env.live_processes, env.now, env.events_scheduled,
+                out_of_time is not None and out_of_time(), joined, _inline(remote)))
+            headers = [mine if rank == transport.rank else list(map(new_header, r.headers))
+                       for rank, r in enumerate(info)]
+            _move_payloads(transport, remote, info, headers, self.rank_of, payloads, contexts)
+            network.egress([h for part in headers for h in part])
             if any(report.joins for report in info):
                 network.flows.join([j for report in info for j in report.joins])
             start = min(min(report.next_time for report in info), network.next_time())
@@ -300,7 +305,7 @@ def _inline(remote) -> dict | None:
     return {key: arrays for _, key, arrays in remote}
 
 
-def _move_payloads(transport, remote, info, rank_of, payloads, contexts):
+def _move_payloads(transport, remote, info, headers, rank_of, payloads, contexts):
     """Hand this window's payload arrays to the rank of each message's destination (into the
     receive buffer its receiver offered, when there is one: ``TaskContext.landing_buffer``):
     from the senders' reports when they carry them, else by buffer calls."""
@@ -311,7 +316,7 @@ def _move_payloads(transport, remote, info, rank_of, payloads, contexts):
     for src_rank, report in enumerate(info):
         if src_rank == me:
             continue
-        for h in report.headers:
+        for h in headers[src_rank]:
             if rank_of[h.dst] != me:
                 continue
             key = (h.src, h.seq)
