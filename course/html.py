@@ -300,6 +300,31 @@ document.addEventListener("click", event => {
   const button = event.target.closest("button[data-trace]");
   if (button) openInPerfetto(button);
 });
+
+// The learner's progress now, from 'simdist course serve' (progress.json): each lesson's
+// badge shows the exercises whose checks passed last time (simdist check records them).
+const PROGRESS = {
+  en: (done, total) => `${done} of ${total} exercises pass (your workspace now)`,
+  zh: (done, total) => `${total} 个练习中通过 ${done} 个（你的工作区，当前）`,
+};
+function showProgress(lessons) {
+  for (const live of document.querySelectorAll(".live[data-lesson]")) {
+    const mine = lessons[live.dataset.lesson];
+    if (!mine) continue;
+    const done = mine.passed.length, total = mine.exercises.length;
+    const kind = done === total ? "done" : (mine.unchecked.length < total ? "started" : "todo");
+    const text = (PROGRESS[live.dataset.lang] || PROGRESS.en)(done, total);
+    live.innerHTML = `<span class="status ${kind}"></span><div class="bar" title="${done} of `
+      + `${total}"><span style="width:${Math.floor(100 * done / total)}%"></span></div>`;
+    live.querySelector(".status").textContent = text;
+  }
+}
+if (location.protocol !== "file:" && document.currentScript) {
+  fetch(new URL("progress.json", document.currentScript.src), {cache: "no-store"})
+    .then(r => r.ok ? r.json() : null)
+    .then(data => { if (data && data.lessons) showProgress(data.lessons); })
+    .catch(() => {});  // a static copy of the site: the badges stay as built
+}
 """
 
 

@@ -152,6 +152,12 @@ def _status_html(status: Status, details: bool = True, lang: str = "en") -> str:
             f'{100 * done // total}%"></span></div>{more}')
 
 
+def _live(lesson: str, lang: str, badge: str) -> str:
+    """A badge that course.js replaces with the learner's progress at view time, when the
+    site is served by ``simdist course serve`` (``progress.json``)."""
+    return f'<span class="live" data-lesson="{H.esc(lesson)}" data-lang="{lang}">{badge}</span>'
+
+
 def _checks_html(page: Page, status: Status) -> str:
     number, say = page.name[:2], H.words(page.lang)
     items = "".join(f'<li class="{"pass" if r.passed else "fail"}">'
@@ -159,7 +165,8 @@ def _checks_html(page: Page, status: Status) -> str:
                     for r in status.results or [])
     return (f'<details class="note"><summary>{say["yours"]} (<code>simdist check {number}'
             f'</code>, {say["built"]}): '
-            f'{_status_html(status, details=False, lang=page.lang)}</summary>'
+            f'{_live(page.name, page.lang, _status_html(status, details=False, lang=page.lang))}'
+            f'</summary>'
             f'<ul class="checks">{items}</ul></details>')
 
 
@@ -253,7 +260,7 @@ def index_page(pages: list[Page], statuses: dict, guides: list | None = None) ->
                      if page.key_figure else "")
             cards.append(f"""<article class="lesson" id="{H.esc(page.prefix)}{page.name}">
 {thumb}<h3><a href="{page.href}">{H.esc(page.title or page.name)}</a></h3>
-{_status_html(statuses[page.name], lang=lang)}
+{_live(page.name, lang, _status_html(statuses[page.name], lang=lang))}
 <ul>{goals}</ul>
 <p class="links">{" · ".join(what)}</p>
 </article>""")
@@ -334,14 +341,52 @@ def build_course(out, folder=None, only=None, executed=None, execute_missing=Tru
     return pages
 
 
-def make_server(folder, port: int = 8000):
+def workspace_progress(folder=None, workspace=None) -> dict:
+    """The learner's progress as the workspace's ``.progress.json`` holds it now (every
+    ``simdist check`` records it): for each lesson, its exercises, those whose checks passed
+    last time, and those never checked. What ``simdist course serve`` answers at
+    ``/progress.json``."""
+    from course.checks import load_lesson_checks
+    from course.workspace import Progress
+
+    progress = Progress(workspace)
+    lessons = {}
+    for lesson in list_lessons(folder):
+        exercises = list(load_lesson_checks(lesson).exercises)
+        seen = progress.data.get(lesson.name, {})
+        lessons[lesson.name] = {
+            "exercises": exercises,
+            "passed": [e for e in exercises if seen.get(e, {}).get("passed")],
+            "unchecked": [e for e in exercises if e not in seen]}
+    return {"lessons": lessons}
+
+
+def make_server(folder, port: int = 8000, progress: Callable[[], dict] | None = None):
     """An HTTP server of ``folder`` on 127.0.0.1 only (``port`` 0: any free port); the site
-    needs http for its "Open in Perfetto" buttons. Call ``serve_forever()`` on it."""
+    needs http for its "Open in Perfetto" buttons. ``progress()``: what ``/progress.json``
+    answers at each request (the learner's progress now), else it is not found. Call
+    ``serve_forever()`` on it."""
+    import json
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
     class Quiet(SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
+
+        def do_GET(self):
+            if self.path.split("?")[0] != "/progress.json" or progress is None:
+                return super().do_GET()
+            try:
+                body = json.dumps(progress()).encode()
+            except Exception as error:  # noqa: BLE001 (a broken workspace: say so, go on)
+                self.send_error(500, f"progress: {type(error).__name__}: {error}")
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
     handler = functools.partial(Quiet, directory=str(folder))
     return ThreadingHTTPServer(("127.0.0.1", port), handler)

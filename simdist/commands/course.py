@@ -109,15 +109,21 @@ def serve(argv: list[str]) -> int:
     """``simdist course serve``: the site over http on 127.0.0.1 until Ctrl-C."""
     from pathlib import Path
 
-    from course.site import make_server
+    from course.site import make_server, workspace_progress
 
     parser = argparse.ArgumentParser(
         prog="simdist course serve",
         description="Serve the course site on this machine only (127.0.0.1), so that its "
-                    "'Open in Perfetto' buttons can hand traces to ui.perfetto.dev.")
+                    "'Open in Perfetto' buttons can hand traces to ui.perfetto.dev and its "
+                    "badges show your progress as it is now (what simdist check recorded in "
+                    "your workspace).")
     parser.add_argument("-d", "--directory", default="out/course", metavar="DIR",
                         help="the site's folder (default out/course)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any)")
+    parser.add_argument("--workspace", metavar="DIR",
+                        help="your workspace (default: DISTLAB_WORKSPACE or my_exercises/)")
+    parser.add_argument("--lessons-dir", metavar="DIR", help="the lessons folder (default: "
+                                                              "the repository's lessons/)")
     args = parser.parse_args(argv)
     if not (Path(args.directory) / "index.html").is_file():
         print(f"simdist course serve: error: no index.html in {args.directory}: run "
@@ -128,7 +134,8 @@ def serve(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     try:
-        server = make_server(args.directory, args.port)
+        server = make_server(args.directory, args.port, lambda: workspace_progress(
+            args.lessons_dir, args.workspace))
     except OSError as error:
         print(f"simdist course serve: error: port {args.port}: {error.strerror}",
               file=sys.stderr)

@@ -221,6 +221,41 @@ def test_the_thumbnail_is_the_key_figure(tmp_path):
     assert course.key_figure(nb, course_html.Assets(tmp_path, "none")) == ""
 
 
+def test_the_served_site_shows_the_learners_progress_at_view_time(repo, tmp_path):
+    import urllib.request
+
+    assert build(repo, "--no-execute", "--no-checks") == 0
+    index = (repo / "site" / "index.html").read_text()
+    assert '<span class="live" data-lesson="01_tiny" data-lang="en">' in index
+    assert '<span class="live" data-lesson="01_tiny" data-lang="zh">' in index
+    workspace = tmp_path / "mine"
+    workspace.mkdir()
+    state = workspace / ".progress.json"
+    server = course.make_server(repo / "site", 0, lambda: course.workspace_progress(
+        repo / "lessons", workspace))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/progress.json"
+    try:
+        def progress():
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                return json.loads(answer.read())["lessons"]["01_tiny"]
+
+        assert progress() == {"exercises": ["add", "draw"], "passed": [],
+                              "unchecked": ["add", "draw"]}
+        # simdist check records each run in the workspace: read at each request
+        state.write_text(json.dumps({"01_tiny": {"add": {"failures": 0, "passed": True},
+                                                 "draw": {"failures": 2, "passed": False}}}))
+        assert progress() == {"exercises": ["add", "draw"], "passed": ["add"], "unchecked": []}
+        state.write_text("[")  # a broken file: an error answer, the server goes on
+        with pytest.raises(urllib.error.HTTPError, match="500"):
+            progress()
+        with urllib.request.urlopen(url.replace("progress.json", "index.html")) as page:
+            assert b"data-lesson" in page.read()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_bad_input_is_one_line(repo, capsys):
     assert build(repo, "07") == 2
     assert "unknown lesson '07'" in capsys.readouterr().err
@@ -264,7 +299,9 @@ def test_every_page_of_a_real_lesson_renders_in_chromium(tmp_path):
     pages = course.build_course(site, only=[ROOT / "lessons" / "01_collectives"],
                                 log=lambda line: None)
     assert pages[0].figures >= 4 and pages[0].traces >= 2 and not pages[0].errors
-    server = course.make_server(site, 0)
+    mine = {"lessons": {"01_collectives": {"exercises": ["ring_all_reduce", "predict_fastest"],
+                                           "passed": ["ring_all_reduce"], "unchecked": []}}}
+    server = course.make_server(site, 0, lambda: mine)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
@@ -277,6 +314,11 @@ def test_every_page_of_a_real_lesson_renders_in_chromium(tmp_path):
                     if html.name == "index.html":  # a lesson's first figure on its card
                         figures = sum(1 for p in pages if p.figures)
                     assert len(report.images) == figures, url
+            browser.load(f"{base}/index.html")  # over http, the badge is the learner's now
+            badge = browser.evaluate(
+                "new Promise(done => setTimeout(() => done(document.querySelector("
+                "'.live[data-lesson=\"01_collectives\"] .status').textContent), 1000))")
+            assert badge == "1 of 2 exercises pass (your workspace now)", badge
             browser.load(f"{base}/01_collectives.html")  # over http, a trace can be fetched
             events = browser.evaluate(
                 "fetch(document.querySelector('button[data-trace]').dataset.trace)"
