@@ -343,8 +343,8 @@ def _flatten(fetches, leaves: list, graph):
 
 
 def _tensors_of(leaf) -> list[Tensor]:
-    if isinstance(leaf, IndexedSlices):
-        return [leaf.values, leaf.indices, leaf.dense_shape]
+    if isinstance(leaf, IndexedSlices):  # dense_shape may be None, as in TF
+        return [t for t in (leaf.values, leaf.indices, leaf.dense_shape) if t is not None]
     return [leaf] if isinstance(leaf, Tensor) else []
 
 

@@ -62,6 +62,10 @@ def test_device_spec_task_as_a_string_as_tf():
 def test_indexed_slices_without_dense_shape_as_tf():
     slices = tf.IndexedSlices(tf.constant([[1.0, 2.0]]), tf.constant([0]))
     assert slices.dense_shape is None
+    with tf.Session() as sess:  # fetched, TF gives an IndexedSlicesValue without one too
+        value = sess.run(slices)
+    assert value.dense_shape is None and value.indices.tolist() == [0]
+    np.testing.assert_array_equal(value.values, [[1.0, 2.0]])
 
 
 def test_a_sparse_gradients_dense_shape_is_int32_as_tf():
