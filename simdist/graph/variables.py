@@ -35,11 +35,14 @@ class Ref:
         self.resources, self.key, self.op = resources, key, op
 
     def read(self, reader):
+        """The variable's value, read by ``reader`` (the op, or its name), which an
+        uninitialized variable's error names."""
         value = self.resources.lookup(self.key)
         if value is None:
             raise FailedPreconditionError(
                 f"Attempting to use uninitialized value {self.op.name}\n\t "
-                f"[[{{{{node {reader.name}}}}}]] (run the variable's initializer first, "
+                f"[[{{{{node {getattr(reader, 'name', reader)}}}}}]] (run the variable's "
+                "initializer first, "
                 "e.g. sess.run(tf.global_variables_initializer()))")
         return value
 

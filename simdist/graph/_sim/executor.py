@@ -190,7 +190,7 @@ class Executor:
             ctx.send(task_of(dst), tag, None)
             return
         if isinstance(value, Ref) and not attr.get("_by_reference"):
-            value = value.read(_Named(attr["_reader"]))  # TF's Send reads the variable now
+            value = value.read(attr["_reader"])  # TF's Send reads the variable now
         ctx.send(task_of(dst), tag, self.worker.payload_of(value, tag))
         device = attr["send_device"]
         ctx.span(lane_of(device) + " send", f"Send {attr['_item']}", "send", ctx.now, 0,
@@ -337,13 +337,6 @@ class Executor:
         for proc in self.procs:
             if proc.is_alive and proc is not active and proc not in self.blocking:
                 proc.interrupt("the run failed")
-
-
-class _Named:
-    """An op's name where a kernel's error message needs one (``Ref.read``)."""
-
-    def __init__(self, name: str):
-        self.name = name
 
 
 def _take_thread(pool):
