@@ -40,8 +40,10 @@ def one_line_error(argv, capsys, expected):
     (["run", "mirrored", "--seed", "-3"], "--seed must be an int >= 0 and < 2**63, got -3"),
     (["run", "mirrored", "--profile", ""], "unknown hardware profile '': expected one of"),
     (["run", "token_ring", "--rounds", "-1"], "--rounds -1: expected a number of laps >= 0"),
-    (["run", "token_ring", "--small-bytes", "-5"], "--small-bytes -5: expected a size"),
-    (["run", "token_ring", "--large-bytes", "0"], "--large-bytes 0: expected a size"),
+    (["run", "token_ring", "--small-bytes", "-5"],
+     "argument --small-bytes: size '-5' is -5 bytes: expected a whole number of bytes >= 1"),
+    (["run", "token_ring", "--large-bytes", "0"],
+     "argument --large-bytes: size '0' is 0 bytes: expected a whole number of bytes >= 1"),
     (["run", "allreduce", "--size", str(10 ** 19)], "TiB of real values, more than 4.0 GiB: "
                                                      "add --phantom"),
 ])
