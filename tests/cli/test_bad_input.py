@@ -40,15 +40,27 @@ def one_line_error(argv, capsys, expected):
     (["run", "mirrored", "--seed", "-3"], "--seed must be an int >= 0 and < 2**63, got -3"),
     (["run", "mirrored", "--profile", ""], "unknown hardware profile '': expected one of"),
     (["run", "token_ring", "--rounds", "-1"], "--rounds -1: expected a number of laps >= 0"),
-    (["run", "token_ring", "--small-bytes", "-5"],
-     "argument --small-bytes: size '-5' is -5 bytes: expected a whole number of bytes >= 1"),
-    (["run", "token_ring", "--large-bytes", "0"],
-     "argument --large-bytes: size '0' is 0 bytes: expected a whole number of bytes >= 1"),
     (["run", "allreduce", "--size", str(10 ** 19)], "TiB of real values, more than 4.0 GiB: "
                                                      "add --phantom"),
 ])
 def test_bad_options(argv, expected, capsys):
     one_line_error(argv, capsys, expected)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["run", "token_ring", "--small-bytes", "-5"],
+     "argument --small-bytes: size '-5' is -5 bytes: expected a whole number of bytes >= 1"),
+    (["run", "token_ring", "--large-bytes", "0"],
+     "argument --large-bytes: size '0' is 0 bytes: expected a whole number of bytes >= 1"),
+])
+def test_bad_sizes_are_argparse_errors(argv, expected, capsys):
+    """A size option's type refuses the value while parsing: argparse's usage, then its
+    one error line (exit status 2)."""
+    with pytest.raises(SystemExit) as stop:
+        simdist_main(argv)
+    assert stop.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"simdist run: error: {expected}", last
 
 
 @pytest.mark.parametrize("name, text, expected", [
