@@ -40,8 +40,9 @@ def one_line_error(argv, capsys, expected):
     (["run", "mirrored", "--seed", "-3"], "--seed must be an int >= 0 and < 2**63, got -3"),
     (["run", "mirrored", "--profile", ""], "unknown hardware profile '': expected one of"),
     (["run", "token_ring", "--rounds", "-1"], "--rounds -1: expected a number of laps >= 0"),
-    (["run", "allreduce", "--size", str(10 ** 19)], "TiB of real values, more than 4.0 GiB: "
-                                                     "add --phantom"),
+    (["run", "allreduce", "--size", str(10 ** 19)],
+     "TiB of real values, held about 3 times over in flight), more than DistLab's cap of 3 GiB "
+     "for one run (it keeps a run inside a 4 GiB machine): add --phantom"),
 ])
 def test_bad_options(argv, expected, capsys):
     one_line_error(argv, capsys, expected)
