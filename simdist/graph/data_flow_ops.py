@@ -22,7 +22,8 @@ from contextlib import nullcontext
 from simdist.graph.array_ops import convert_to_tensor
 from simdist.graph.dtypes import as_dtype, int32, int64
 from simdist.graph.graph import Tensor, create_op, get_default_graph
-from simdist.graph import queue_kernels  # noqa: F401  (registers the kernels)
+from simdist.graph.queue_kernels import KERNELS
+from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
 
 RESOURCE = "resource"
 DEFAULT_GRAPH_SEED = 87654321  # TF's random_seed.DEFAULT_GRAPH_SEED
@@ -336,3 +337,9 @@ class PriorityQueue(QueueBase):
         ref = _queue_op("PriorityQueue", attrs, name)
         super().__init__([int64] + types, [()] + shapes if shapes else shapes,
                          None if names is None else list(names), ref)
+
+
+for _type, _kernel in KERNELS:
+    register(_type, _kernel, flops=no_flops, gpu=lambda op: False, grad=NOT_DIFFERENTIABLE,
+             stateful=True)
+del _type, _kernel

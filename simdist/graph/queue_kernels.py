@@ -14,7 +14,6 @@ import numpy as np
 from simdist.base.errors import CancelledError, InvalidArgumentError, OutOfRangeError
 from simdist.sim.resources import Store
 from simdist.graph.dtypes import int64
-from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
 from simdist.graph.variables import resource_key
 
 INT32_MAX = 2**31 - 1
@@ -317,16 +316,14 @@ def _close_kernel(op, args, rt):
     return []
 
 
-for _type, _kernel in (
-        *((QUEUE_OPS[kind], _queue_kernel) for kind in RESOURCES),
-        ("QueueEnqueueV2", _enqueue_kernel),
-        ("QueueEnqueueManyV2", _enqueue_many_kernel),
-        ("QueueDequeueV2", _dequeue_kernel),
-        ("QueueDequeueManyV2", _dequeue_many_kernel),
-        ("QueueDequeueUpToV2", lambda op, args, rt: _dequeue_many_kernel(op, args, rt, True)),
-        ("QueueCloseV2", _close_kernel),
-        ("QueueSizeV2", lambda op, args, rt: [np.int32(len(args[0]))]),
-        ("QueueIsClosedV2", lambda op, args, rt: [np.bool_(args[0].closed)])):
-    register(_type, _kernel, flops=no_flops, gpu=lambda op: False, grad=NOT_DIFFERENTIABLE,
-             stateful=True)
-del _type, _kernel
+#: (op type, kernel) of every queue op, registered by data_flow_ops.py (the queues' family)
+KERNELS = (
+    *((QUEUE_OPS[kind], _queue_kernel) for kind in RESOURCES),
+    ("QueueEnqueueV2", _enqueue_kernel),
+    ("QueueEnqueueManyV2", _enqueue_many_kernel),
+    ("QueueDequeueV2", _dequeue_kernel),
+    ("QueueDequeueManyV2", _dequeue_many_kernel),
+    ("QueueDequeueUpToV2", lambda op, args, rt: _dequeue_many_kernel(op, args, rt, True)),
+    ("QueueCloseV2", _close_kernel),
+    ("QueueSizeV2", lambda op, args, rt: [np.int32(len(args[0]))]),
+    ("QueueIsClosedV2", lambda op, args, rt: [np.bool_(args[0].closed)]))
