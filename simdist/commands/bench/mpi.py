@@ -201,7 +201,7 @@ def table(results: dict, rank_counts, repeat: int, header: str) -> str:
     """The whole table: a row per workload and rank count, then per-rank breakdowns."""
     lines = [header, "",
              f"{'workload':<20}{'ranks':>6}{'best s':>9}{'median s':>10}{'job s':>8}"
-             f"{'speed-up':>10}{'(median)':>10}  where the time went, per rank (s): "
+             f"{'speed-up':>10}{'(median)':>10}{'CPU':>7}  where the time went, per rank (s): "
              "simulate / wait / exchange / serialize [CPU: simulating, all], windows"]
     for name, runs in results.items():
         ok = {n: [r for r in runs if r.ranks == n and r.error is None] for n in rank_counts}
@@ -217,6 +217,9 @@ def table(results: dict, rank_counts, repeat: int, header: str) -> str:
             speed = best[1] / best[n] if best.get(1) and n != 1 else None
             speed_med = median[1] / median[n] if median.get(1) and n != 1 else None
             fastest = min(ok[n], key=lambda r: r.run_s)
+            one_cpu = min(r.per_rank[0]["cpu_s"] for r in ok[1]) if ok.get(1) else None
+            busiest = max(s["cpu_s"] for s in fastest.per_rank)
+            cpu = f"{one_cpu / busiest:.2f}x" if one_cpu and busiest and n != 1 else ""
             parts = ", ".join(
                 f"r{s['rank']} " + "/".join(f"{s[p]:.2f}" for p in PHASES)
                 + f" [{s['simulate_cpu_s']:.2f}, {s['cpu_s']:.2f}]" for s in fastest.per_rank)
@@ -224,10 +227,13 @@ def table(results: dict, rank_counts, repeat: int, header: str) -> str:
             ratio = "1.00x" if n == 1 else ("-" if speed is None else f"{speed:.2f}x")
             ratio_med = "" if speed_med is None else f"{speed_med:.2f}x"
             lines.append(f"{name:<20}{n:>6}{_fmt(best[n], 9)}{_fmt(median[n], 10)}"
-                         f"{_fmt(job, 8)}{ratio:>10}{ratio_med:>10}  {parts}; {windows} win")
+                         f"{_fmt(job, 8)}{ratio:>10}{ratio_med:>10}{cpu:>7}  {parts}; "
+                         f"{windows} win")
             if failed:
                 lines.append(f"{'':<26}({len(failed)} of {repeat} runs failed: {failed[0]})")
     lines += ["", "speed-up = one process's run time / N ranks' (best of each; then medians). "
+              "CPU = one process's processor time / the busiest rank's: the speed-up if "
+              "each rank had a core of its own and waited for nothing. "
               "run time: inside the processes (the slowest rank); job s: the launch "
               "included. wait: at window ends for the slowest rank (the window's all-gather); "
               "exchange: reports too large for their slot, payloads apart; serialize: "
