@@ -61,6 +61,11 @@ def simpy_ring(tasks: int, rounds: int):
             arrive.callbacks.append(lambda ev, store=stores[nxt]: store.put(ev.value))
             yield stores[i].get()
 
+    return _run_simpy(env, tasks, task)
+
+
+def _run_simpy(env, tasks: int, task):
+    """Start ``task(i)`` for every task and run ``env`` to the end: (events, seconds)."""
     for i in range(tasks):
         env.process(task(i))
     start = time.perf_counter()
@@ -93,12 +98,7 @@ def simpy_lean_ring(tasks: int, rounds: int):
                 doorbell[i] = env.event()
                 yield (yield doorbell[i])
 
-    for i in range(tasks):
-        env.process(task(i))
-    start = time.perf_counter()
-    env.run()
-    seconds = time.perf_counter() - start
-    return next(env._eid), seconds
+    return _run_simpy(env, tasks, task)
 
 
 def simdist_run(tasks: int, rounds: int, trace: bool, transport=None, payload=None):
