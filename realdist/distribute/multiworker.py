@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -42,6 +40,7 @@ from simdist.training.exercises import Exercise
 
 from realdist.runtime.localcluster import PrivateNetwork
 from realdist.runtime.processes import free_ports, kill_group, log_tail
+from realdist.runtime.tempdirs import owned_tempdir
 from realdist.training.loop_result import result_from_workers
 
 FAULT_ENV = "REALDIST_FAULT"
@@ -109,9 +108,7 @@ def launch(job: dict, envs: list[dict], timeout: float, on_step=None,
     deadline = time.monotonic() + timeout
     cluster = ClusterSpec({"worker": [f"127.0.0.1:{p}" for p in free_ports(len(envs))]})
     configs = tf_config_for_all_tasks(cluster)
-    _remove_stale_job_dirs()
-    with PrivateNetwork() as net, tempfile.TemporaryDirectory(
-            prefix=f"{JOB_DIR_PREFIX}{os.getpid()}-") as tmp:
+    with PrivateNetwork() as net, owned_tempdir(JOB_DIR_PREFIX) as tmp:
         tmp = Path(tmp)
         (tmp / "job.json").write_text(json.dumps(job))
         procs = []
@@ -130,25 +127,6 @@ def launch(job: dict, envs: list[dict], timeout: float, on_step=None,
             for p in procs:
                 kill_group(p)
         return [json.loads((tmp / f"worker{i}.json").read_text()) for i in range(len(envs))]
-
-
-def _remove_stale_job_dirs() -> None:
-    """Remove the job directories of launchers that died without their cleanup (SIGKILL):
-    their names hold the launcher's pid."""
-    for folder in Path(tempfile.gettempdir()).glob(f"{JOB_DIR_PREFIX}*-*"):
-        pid = folder.name[len(JOB_DIR_PREFIX):].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
 
 
 def _watch(procs, tmp: Path, deadline: float, timeout: float, on_step) -> None:

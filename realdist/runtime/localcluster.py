@@ -43,7 +43,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from simdist.base.processes import die_with_parent
 
 from realdist.runtime.processes import (MARK, PRELUDE, child_env, free_ports, kill_group, log_tail,
                                         read_outputs)
+from realdist.runtime.tempdirs import owned_tempdir
 
 # TF's __init__ imports Keras's optimizers (for the SavedModel registry, b/196254385):
 # 2-3 s of each process's start-up that these programs, which use no Keras, do without.
@@ -294,7 +294,7 @@ def launch(job: dict) -> dict:
     tasks = {t["name"]: Task(**t) for t in job["tasks"]}
     deadline = time.monotonic() + job["timeout"]
     seen: set[str] = set()
-    with tempfile.TemporaryDirectory(prefix="realdist-cluster-") as tmp:
+    with owned_tempdir("realdist-cluster-") as tmp:
         tmp = Path(tmp)
         procs, runs = {}, []  # runs: (output name, task name) of every process started
 

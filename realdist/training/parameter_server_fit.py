@@ -45,7 +45,7 @@ def dataset_fn(input_context):
     return (tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(x), seed=exercise.seed)
             .repeat().batch(exercise.global_batch))
 
-backup = tempfile.mkdtemp(prefix="realdist-backup-")
+backup = tempfile.mkdtemp(prefix=f"realdist-backup-{os.getpid()}-")  # swept if killed
 backed_up = []
 
 class Look(tf.keras.callbacks.Callback):  # after BackupAndRestore's own on_epoch_end
@@ -67,6 +67,8 @@ emit("fit", {"loss": [float(v) for v in history.history["loss"]],
              "coordinator": type(model._cluster_coordinator).__name__,
              "backed_up": backed_up, "backup_left": os.listdir(backup)})
 sys.stdout.flush()
+import shutil
+shutil.rmtree(backup, ignore_errors=True)
 os._exit(0)  # the servers' threads would keep the process alive
 """
 

@@ -14,13 +14,13 @@ function started and restarts it 1 s later.
 from __future__ import annotations
 
 import json
-import tempfile
 
 from simdist.base import errors
 from simdist.base.checks import check_footprint
 from simdist.distribute.failures import check_failures
 
 from realdist.runtime.localcluster import Task, run_cluster
+from realdist.runtime.tempdirs import owned_tempdir
 from realdist.training.parameter_server_result import run_result
 
 _CHIEF = r"""
@@ -95,7 +95,7 @@ def run_parameter_server(exercise, timeout: float = 300, on_step=None,
             f"failures {list(exercise.failures) or [evaluation['kill']]} need one process per "
             "task (a worker to kill), not the in-process cluster")
     check_memory(exercise.workers, exercise.ps, processes)
-    with tempfile.TemporaryDirectory(prefix="realdist-checkpoints-") as checkpoints:
+    with owned_tempdir("realdist-checkpoints-") as checkpoints:
         job = {"exercise": exercise.to_dict(), "processes": processes, "failures": failures,
                "evaluation": evaluation, "checkpoint_dir": checkpoints}
         code = f"JOB = {json.dumps(json.dumps(job))}\n"

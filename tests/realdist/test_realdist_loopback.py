@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -49,17 +50,26 @@ def test_a_server_on_every_interface_of_the_private_network_is_not_on_this_machi
             child.stdout.close()
 
 
-def test_job_directories_of_dead_launchers_are_removed(tmp_path, monkeypatch):
+def test_temporary_folders_of_dead_launchers_are_removed(tmp_path, monkeypatch):
+    """A launcher killed with SIGKILL leaves its folders; the next run removes them, for
+    every kind of folder realdist makes, and keeps those of live processes."""
+    from realdist.runtime import tempdirs
+
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True).stdout.strip()
-    stale = tmp_path / f"{multiworker.JOB_DIR_PREFIX}{dead}-abc"
-    live = tmp_path / f"{multiworker.JOB_DIR_PREFIX}{os.getpid()}-def"
-    for folder in (stale, live):
+    assert multiworker.JOB_DIR_PREFIX in tempdirs.PREFIXES
+    stale = [tmp_path / f"{prefix}{dead}-abc" for prefix in tempdirs.PREFIXES]
+    live = [tmp_path / f"{prefix}{os.getpid()}-def" for prefix in tempdirs.PREFIXES]
+    for folder in stale + live:
         folder.mkdir()
         (folder / "worker0.log").write_text("x")
-    multiworker._remove_stale_job_dirs()
-    assert not stale.exists() and live.exists()
+    with tempdirs.owned_tempdir("realdist-cluster-") as mine:
+        assert Path(mine).name.startswith(f"realdist-cluster-{os.getpid()}-")
+        assert not any(f.exists() for f in stale) and all(f.exists() for f in live)
+    assert not Path(mine).exists()
+    with pytest.raises(ValueError, match="expected one of"):
+        tempdirs.owned_tempdir("mine-")
 
 
 def test_realdist_refuses_more_local_workers_than_a_machine_holds():
