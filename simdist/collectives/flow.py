@@ -19,7 +19,8 @@ What flow mode does not model (the call falls back to messages where it would ma
 - members that are devices of a task (``device=``), and layouts without a closed form: an
   algorithm other than hierarchical with two members on one machine, hierarchical with
   explicit ``groups`` or pipelined over machines of unequal sizes, a reduce-to-one with
-  a ``root``: these run as messages;
+  a ``root``: these run as messages (``simdist run data_parallel --fidelity flow`` refuses
+  such a layout up front, ``no_flow_plan``, rather than say "flow" and send messages);
 - the start: a flow-level call starts when its last member joins; in message mode the early
   members' first sends start before (message mode may end earlier when members join at
   different times);
@@ -175,6 +176,19 @@ PLANS = {"ring": _ring, "reduce-to-one": _reduce_to_one,
          "recursive-doubling": _recursive_doubling, "halving-doubling": _halving_doubling,
          "binary-tree": _binary_tree, "double-binary-tree": _double_binary_tree,
          "ps": _ps, "hierarchical": _hierarchical}
+
+
+def no_flow_plan(algorithm: str, tasks: int, tasks_per_machine: int) -> str | None:
+    """Why an all-reduce of ``algorithm`` over ``tasks`` tasks, ``tasks_per_machine`` to a
+    machine, would run as messages in flow mode (a phrase), or None when it has a flow plan:
+    a command that offers ``--fidelity flow`` refuses it up front rather than fall back."""
+    if algorithm not in PLANS:
+        return f"the {algorithm} all-reduce has no flow-level plan"
+    if algorithm != "hierarchical" and tasks_per_machine > 1 and tasks > 1:
+        return (f"the {algorithm} all-reduce over {tasks} tasks, {tasks_per_machine} to a "
+                "machine, has no flow-level plan (flows run between machines; only "
+                "hierarchical takes the machines' own tasks first)")
+    return None
 
 
 def _group(ctx, members, name):

@@ -143,3 +143,15 @@ def test_cli_stragglers_from_measured_step_times(tmp_path, capsys):
         simdist_main([*argv, "--stragglers", "weibull:2"])
     assert stop.value.code == 2
     assert "--stragglers: stragglers 'weibull:2'" in capsys.readouterr().err
+
+
+def test_flow_fidelity_refuses_a_layout_it_would_run_as_messages(capsys):
+    """Flows run between machines: a ring with several workers a machine has no flow plan,
+    and flow mode says so up front instead of quietly sending every message."""
+    argv = ["run", "data_parallel", "--workers", "16", "--tasks-per-machine", "4", "--steps",
+            "1", "--fidelity", "flow", "--quiet"]
+    assert simdist_main(argv) == 2
+    assert ("--fidelity flow: the ring all-reduce over 16 tasks, 4 to a machine, has no "
+            "flow-level plan") in capsys.readouterr().err
+    assert simdist_main([*argv, "--algorithm", "hierarchical"]) == 0
+    assert "0 messages, 1 flow-level collectives" in capsys.readouterr().out

@@ -115,6 +115,7 @@ def use_model(args) -> None:
 
 
 def check(args) -> None:
+    from simdist.collectives.flow import no_flow_plan
     from simdist.training.programs.allreduce import options
 
     use_model(args)
@@ -133,6 +134,10 @@ def check(args) -> None:
         raise InvalidArgumentError(f"--embedding-dim {args.embedding_dim}: expected a width "
                                    ">= 0 (0: no embedding)")
     options(args)  # an option the algorithm does not take: an error before anything runs
+    why = no_flow_plan(args.algorithm, args.workers, args.tasks_per_machine)
+    if getattr(args, "fidelity", "message") == "flow" and why:
+        raise InvalidArgumentError(f"--fidelity flow: {why}; use --algorithm hierarchical, "
+                                   "--tasks-per-machine 1 or --fidelity message")
 
 
 def setup(args):
