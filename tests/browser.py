@@ -107,6 +107,17 @@ class Chromium:
         return PageReport(url, self.events, self.evaluate(
             "Array.from(document.images).map(i => [i.src, i.complete && i.naturalWidth > 0])"))
 
+    def platform_fonts(self, selector) -> dict:
+        """{font family: glyphs} that the system's fonts drew the first element matching
+        ``selector`` with (DevTools' CSS.getPlatformFontsForNode): what tells glyphs from
+        the empty boxes of a missing font."""
+        self.call("DOM.enable")
+        self.call("CSS.enable")
+        root = self.call("DOM.getDocument")["root"]["nodeId"]
+        node = self.call("DOM.querySelector", nodeId=root, selector=selector)["nodeId"]
+        fonts = self.call("CSS.getPlatformFontsForNode", nodeId=node)["fonts"]
+        return {f["familyName"]: f["glyphCount"] for f in fonts}
+
     def screenshot(self, path):
         data = self.call("Page.captureScreenshot", format="png")["data"]
         Path(path).write_bytes(base64.b64decode(data))

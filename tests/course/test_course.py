@@ -319,6 +319,10 @@ def test_every_page_of_a_real_lesson_renders_in_chromium(tmp_path):
                 "new Promise(done => setTimeout(() => done(document.querySelector("
                 "'.live[data-lesson=\"01_collectives\"] .status').textContent), 1000))")
             assert badge == "1 of 2 exercises pass (your workspace now)", badge
+            browser.load(f"{base}/zh/01_collectives.html")  # Chinese as glyphs, not boxes
+            fonts = browser.platform_fonts("h1")  # the lesson's title, in Chinese
+            assert any("CJK" in family and glyphs for family, glyphs in fonts.items()), \
+                f"{fonts}: no CJK font drew the Chinese title: apt-get install fonts-noto-cjk"
             browser.load(f"{base}/01_collectives.html")  # over http, a trace can be fetched
             events = browser.evaluate(
                 "fetch(document.querySelector('button[data-trace]').dataset.trace)"
