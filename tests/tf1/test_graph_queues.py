@@ -378,3 +378,69 @@ def test_a_random_shuffle_dequeue_many_keeps_min_after_dequeue_behind_while_it_w
             return sizes
 
     assert _two_clients(taker, feeder)[1] == [1, 1, 1]  # as real TF 2.21 shows
+
+
+# -- issue 27: building and running as TF 2.21 does (each message checked on TF 2.21) -----------
+
+
+def test_queue_ops_under_a_ps_device_and_a_failed_build_keeps_its_name():
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(10, [tf.float32, tf.int32], shapes=[[], []], name="q")
+    assert q.queue_ref.op.device == "/job:ps/task:0/device:CPU:*"
+    with pytest.raises(ValueError, match="^Shape \\(\\) must have rank at least 1$"):
+        q.enqueue_many([1.0, [1, 2]])
+    with pytest.raises(ValueError, match="^Dimensions 2 and 3 are not compatible$"):
+        q.enqueue_many([[1.0, 2.0], [1, 2, 3]])
+    op = q.enqueue_many([[1.0], [1]])
+    assert op.name == "q_EnqueueMany_2"  # TF's name scope took q_EnqueueMany, _1
+    assert [t.op.name for t in op.inputs[1:]] == ["q_EnqueueMany_2/component_0",
+                                                  "q_EnqueueMany_2/component_1"]
+    assert op.attrs["Tcomponents"] == [tf.float32, tf.int32]
+
+
+def test_enqueue_values_are_checked_as_tf_checks_them():
+    q = tf.FIFOQueue(10, [tf.float32, tf.int32], shapes=[[], []], name="q")
+    named = tf.FIFOQueue(10, [tf.float32, tf.int32], shapes=[[], []], names=["a", "b"])
+    with pytest.raises(TypeError, match="^Expected int32, but got 1.5 of type 'float'.$"):
+        q.enqueue([1.0, 1.5])
+    with pytest.raises(TypeError, match="^Expected bool, but got 1.5 of type 'float'.$"):
+        tf.FIFOQueue(10, ["bool"], shapes=[[]]).enqueue(1.5)
+    with pytest.raises(ValueError, match=r"^Keys in dictionary to enqueue do not match names "
+                                         r"of Queue.  Dictionary: \['a', 'c'\],Queue: "
+                                         r"\['a', 'b'\]$"):
+        named.enqueue({"a": 1.0, "c": 2})
+    with pytest.raises(ValueError, match="^You must enqueue a dictionary in a Queue with "
+                                         "names$"):
+        named.enqueue([1.0, 2])
+    assert len(q.enqueue([1.0, 2, 3]).inputs) == 3  # the extra value is dropped, as in TF
+    with pytest.raises(IndexError):
+        tf.FIFOQueue(10, [tf.int32], shapes=[[]]).enqueue_many([])
+
+
+def test_construction_is_checked_as_tf_checks_it():
+    with pytest.raises(ValueError, match=r"^All shapes must be fully defined: "
+                                         r"\[TensorShape\(\[None, 2\]\)\]$"):
+        tf.FIFOQueue(10, [tf.float32], shapes=[[None, 2]])
+    with pytest.raises(ValueError, match="^When providing partial shapes, a list of shapes "
+                                         "must be provided.$"):
+        tf.PaddingFIFOQueue(10, [tf.float32], shapes=[None])
+    with pytest.raises(ValueError, match="^Attr 'component_types' of 'FIFOQueueV2' Op passed "
+                                         "list of length 0 less than minimum 1.$"):
+        tf.FIFOQueue(10, [])
+    q = tf.FIFOQueue(10, [tf.float32, tf.int32])
+    assert q.shapes == [None, None]
+    assert q.name == "fifo_queue_1"  # the refused FIFOQueue(10, []) took fifo_queue, as in TF
+
+
+def test_running_checks_as_tf():
+    q = tf.FIFOQueue(10, [tf.float32], shapes=[[3, 3]], name="q")
+    x, n = tf.placeholder(tf.float32), tf.placeholder(tf.int32)
+    with tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=50)) as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"^Shape mismatch in tuple component 0. Expected \[3,3\], "
+                                 r"got \[3,4\]\n"):
+            sess.run(q.enqueue([x]), {x: np.zeros((3, 4))})
+        sess.run(q.enqueue_many([x]), {x: np.ones((3, 3, 3))})
+        assert sess.run(q.dequeue_many(n), {n: [2, 7]}).shape == (2, 3, 3)  # TF: the first
+        sess.run(q.close())
+        sess.run(q.close(cancel_pending_enqueues=True))
