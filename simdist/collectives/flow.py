@@ -131,7 +131,7 @@ def _double_binary_tree(orders, n, total, pieces=1):
                  [_net(orders, moved, moved)])
 
 
-def _ps(orders, n, total, num_ps=1):
+def _ps(orders, n, total, num_ps=1, placement="spread"):  # one member a machine: same
     p = len(orders)
     if not isinstance(num_ps, int) or not 1 <= num_ps <= p:
         return None  # the message path says what is wrong

@@ -76,11 +76,13 @@ def hierarchical(machines: int, per_machine: int, n: int, intra_a: int, intra_B:
     return 2 * local + ring(machines, n, net_a, net_B, pieces)
 
 
-def parameter_server(p: int, n: int, a: int, B: int, num_ps: int = 1) -> float:
+def parameter_server(p: int, n: int, a: int, B: int, num_ps: int = 1,
+                     placement: str = "spread") -> float:
     """Push to the parameter servers, pull back: 2a + 2(p-1) (n/num_ps)/B. Each server's NIC
     receives p-1 shards of n/num_ps, then sends the sum back p-1 times. With one ps it is
     reduce_to_one; with a shard on every member (num_ps = p) each member sends and receives
-    2(p-1)/p n/B, as fast as the ring with only two latencies."""
+    2(p-1)/p n/B, as fast as the ring with only two latencies. One member per machine, as
+    the closed forms assume: the servers' ``placement`` makes no difference."""
     if p == 1:
         return 0.0
     return 2 * a + 2 * (p - 1) * _ser(_chunk(n, num_ps), B)

@@ -255,3 +255,37 @@ def test_devices_of_tasks_take_part_as_members():
     assert {"GPU:0 collective", "GPU:3 collective", "GPU:1 nvlink tx", "GPU:0 nvlink rx"} <= \
         set(lanes)
     assert res.trace.metadata["machines"] == 2
+
+
+def test_ps_servers_spread_over_machines_before_doubling_up():
+    """With 4 tasks a machine, 'spread' serves 4 shards from 4 machines (as one ps task a
+    machine would), 'first' from machine 0 alone; with a task a machine they are the same."""
+    from simdist.collectives.ps import ps_servers
+
+    four_a_machine = [k // 4 for k in range(16)]
+    assert ps_servers(four_a_machine, 4) == [0, 4, 8, 12]
+    assert ps_servers(four_a_machine, 6) == [0, 4, 8, 12, 1, 5]
+    assert ps_servers(four_a_machine, 4, "first") == [0, 1, 2, 3]
+    assert ps_servers(list(range(8)), 3) == ps_servers(list(range(8)), 3, "first") == [0, 1, 2]
+    with pytest.raises(CollectiveError, match="placement='middle': expected one of spread"):
+        ps_servers(four_a_machine, 2, "middle")
+
+
+@pytest.mark.parametrize("placement, machine_0_busy", [("spread", False), ("first", True)])
+def test_ps_placement_decides_which_nics_carry_the_shards(placement, machine_0_busy):
+    hardware = Hardware.from_catalog(HardwareCatalog.default(), "cpu", Layout(tasks_per_machine=4))
+    n = 1 << 20
+    runs, result = run_on_workers(16, lambda ctx: all_reduce(
+        ctx, range(16), np.full(n // 4, float(ctx.order), np.float32), algorithm="ps",
+        num_ps=4, placement=placement), hardware=hardware)
+    expected = np.full(n // 4, float(sum(range(16))), np.float32)
+    assert all(np.array_equal(value, expected) for value, _ in runs)
+    ingress = {}
+    for s in result.trace.spans:
+        if s.pid.endswith(" NIC") and s.lane == "ingress":
+            ingress[s.pid] = ingress.get(s.pid, 0) + s.args["bytes"]
+    assert len(ingress) == 4, ingress
+    busiest = max(ingress, key=ingress.get)
+    # 'first' puts all 4 servers on machine 0: its NIC takes every push
+    assert (busiest == "machine:0 NIC" and ingress[busiest] > 2 * min(ingress.values())) \
+        == machine_0_busy, ingress

@@ -31,7 +31,7 @@ def took(p, algorithm, value, hardware=HW, **options):
 @pytest.mark.parametrize("algorithm, option, takes", [
     ("recursive-doubling", {"pieces": 2}, "it takes no options"),
     ("ring", {"num_ps": 2}, "it takes pieces"),
-    ("ps", {"pieces": 4}, "it takes num_ps"),
+    ("ps", {"pieces": 4}, "it takes num_ps, placement"),
     ("hierarchical", {"num_ps": 1}, "it takes pieces, groups"),
 ])
 def test_an_option_the_algorithm_does_not_take_is_an_error(algorithm, option, takes):

@@ -9,11 +9,12 @@ from simdist.hardware.devices import Layout
 from simdist.base.checks import check_footprint
 from simdist.base.errors import InvalidArgumentError
 from simdist.sim.payloads import Phantom
+from simdist.collectives.ps import PLACEMENTS
 from simdist.hardware.units import format_bytes, size_option
 from simdist.training.programs.program import Program
 
 #: the algorithms' options that have a command-line flag, by option name
-FLAGS = {"pieces": "--pieces", "num_ps": "--num-ps"}
+FLAGS = {"pieces": "--pieces", "num_ps": "--num-ps", "placement": "--ps-placement"}
 #: a run's peak memory per byte of real values (every task's, together), with Python's own
 #: 100 MB aside; measured with /usr/bin/time -v, 8 tasks x 64 MiB: recursive doubling 1.61 GB
 #: (the most of the algorithms), ps 1.15 GB, ring 1.09 GB, reduce-to-one 0.76 GB
@@ -52,6 +53,11 @@ def add_layout_and_options(parser):
                         help=f"pipelining: pieces per chunk (default 1; {taking('pieces')})")
     parser.add_argument("--num-ps", type=int, default=None,
                         help=f"parameter-server shards (default 1; {taking('num_ps')})")
+    parser.add_argument("--ps-placement", dest="placement", choices=PLACEMENTS, default=None,
+                        help="where the shards' servers sit: spread (default: one per machine "
+                             "before a second on any, as replica_device_setter over a ps task "
+                             "a machine) or first (the first --num-ps tasks; "
+                             f"{taking('placement')})")
 
 
 def setup(args):
