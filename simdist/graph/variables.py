@@ -34,16 +34,13 @@ class Ref:
     def __init__(self, resources, key, op):
         self.resources, self.key, self.op = resources, key, op
 
-    def read(self, reader):
-        """The variable's value, read by ``reader`` (the op, or its name), which an
-        uninitialized variable's error names."""
+    def read(self, reader):  # reader: the reading op, or its name (for the error)
         value = self.resources.lookup(self.key)
         if value is None:
             raise FailedPreconditionError(
-                f"Attempting to use uninitialized value {self.op.name}\n\t "
-                f"[[{{{{node {getattr(reader, 'name', reader)}}}}}]] (run the variable's "
-                "initializer first, "
-                "e.g. sess.run(tf.global_variables_initializer()))")
+                f"Attempting to use uninitialized value {self.op.name}\n\t [[{{{{node "
+                f"{getattr(reader, 'name', reader)}}}}}]] (run the variable's initializer "
+                "first, e.g. sess.run(tf.global_variables_initializer()))")
         return value
 
     def write(self, value):
