@@ -300,7 +300,8 @@ def main(argv=None) -> int:
     total = len(workloads) * repeat * len(rank_counts)
     done = 0
     for workload in workloads:
-        print(f"-- {workload.name}: {workload.what}", flush=True)
+        print(f"-- {workload.name}: "
+              f"{'a small version of: ' if args.quick else ''}{workload.what}", flush=True)
         runs = results[workload.name] = []
         for attempt in range(repeat):
             for n in rank_counts:
