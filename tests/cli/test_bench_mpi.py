@@ -30,6 +30,8 @@ def test_quick_table_has_both_rank_counts_a_ratio_and_a_breakdown(capsys, tmp_pa
                     re.M)
     assert one and two, table
     assert float(two.group(4)) > 0
+    if float(two.group(4)) < 1.0:  # a slower row says why
+        assert "slower than one process: " in table
     assert re.search(r"r0 [\d./]+ \[[\d., ]+\], r1 [\d./]+ \[[\d., ]+\]; 22 win", table)
 
 

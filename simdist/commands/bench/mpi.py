@@ -197,6 +197,20 @@ def _fmt(x, width=8, digits=2) -> str:
     return f"{'-':>{width}}" if x is None else f"{x:>{width}.{digits}f}"
 
 
+def slower_reason(run: Run, one_cpu: float | None, one_s: float) -> str:
+    """Why ``run`` (N ranks) took longer than one process, from its breakdown."""
+    busiest = max(s["cpu_s"] for s in run.per_rank)
+    if one_cpu and busiest > 0.8 * one_cpu:
+        return (f"the work does not split: the busiest rank used {busiest / one_cpu:.0%} of "
+                "one process's processor time (every rank runs the whole network model, and "
+                "its share of what the program repeats on every rank)")
+    wait = max(s["wait_s"] for s in run.per_rank)
+    windows = run.per_rank[0]["windows"]
+    return (f"waiting at window ends: {wait / run.run_s:.0%} of the run, over {windows} "
+            f"windows of {one_s / max(windows, 1) * 1e6:.0f} us of one process's time each "
+            "(a rank waits for the slowest; on a loaded machine, for one the OS descheduled)")
+
+
 def table(results: dict, rank_counts, repeat: int, header: str) -> str:
     """The whole table: a row per workload and rank count, then per-rank breakdowns."""
     lines = [header, "",
@@ -229,6 +243,9 @@ def table(results: dict, rank_counts, repeat: int, header: str) -> str:
             lines.append(f"{name:<20}{n:>6}{_fmt(best[n], 9)}{_fmt(median[n], 10)}"
                          f"{_fmt(job, 8)}{ratio:>10}{ratio_med:>10}{cpu:>7}  {parts}; "
                          f"{windows} win")
+            if speed is not None and speed < 1.0:
+                lines.append(f"{'':<26}slower than one process: "
+                             f"{slower_reason(fastest, one_cpu, best[1])}")
             if failed:
                 lines.append(f"{'':<26}({len(failed)} of {repeat} runs failed: {failed[0]})")
     lines += ["", "speed-up = one process's run time / N ranks' (best of each; then medians). "
