@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from simdist.base.files import write_atomic
 from simdist.sim.payloads import BUFFERS
 
 
@@ -67,10 +68,7 @@ class RankStats:
                 "payload_messages": self.payload_messages}
 
     def write(self) -> None:
-        path = f"{self.prefix}.rank{self.rank}.json"
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(self.as_dict(), f)
-        os.replace(path + ".tmp", path)
+        write_atomic(f"{self.prefix}.rank{self.rank}.json", json.dumps(self.as_dict()))
 
 
 #: this process's RankStats, or None (the default: nothing is counted)
