@@ -15,6 +15,8 @@ from tests.docs.test_links import FENCE, pages
 COMMAND = re.compile(r"^(?:\S*mpiexec .*?-m |\.venv/bin/|python -m )?(simdist|realdist) (.*)$")
 #: a synopsis, not a command: an optional part, alternatives, a placeholder (FILE, PROGRAM)
 SYNOPSIS = re.compile(r"[\[|]|\.\.\.|\b[A-Z]{2,}\b|\.py\b")
+#: output, not a command: its first words end with a colon ("simdist bench mpi: ranks 1,2")
+OUTPUT = re.compile(r"^(\S+ ){0,2}\S+: ")
 
 
 class Parsed(BaseException):
@@ -33,6 +35,8 @@ def commands(text: str) -> list[tuple[str, list[str]]]:
             while line.endswith("\\") and lines:
                 line = line[:-1] + " " + lines.pop(0).strip()
             match = COMMAND.match(line)
+            if match and OUTPUT.match(match.group(2)):
+                continue  # a command's own header line: "simdist bench engine: 100 tasks"
             if match and not SYNOPSIS.search(match.group(2).split("#")[0]):
                 found.append((match.group(1), shlex.split(match.group(2), comments=True)))
     return found

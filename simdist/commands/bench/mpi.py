@@ -90,6 +90,16 @@ WORKLOADS = [
              _simdist("run", "parameter_server", "--workers", "16", "--steps", "40",
                       "--quiet"),
              _simdist("run", "parameter_server", "--workers", "2", "--steps", "4", "--quiet")),
+    Workload("evaluation-sidecar", "parameter_server, 8 workers x 40 steps, side-car evaluator",
+             _simdist("run", "parameter_server", "--workers", "8", "--steps", "40",
+                      "--evaluation", "sidecar", "--quiet"),
+             _simdist("run", "parameter_server", "--workers", "2", "--steps", "8",
+                      "--evaluation", "sidecar", "--quiet")),
+    Workload("tpu-v3-128", "TPUStrategy on a v3-128 (16 host tasks), mlp, 10 steps",
+             _simdist("run", "tpu", "--replicas", "128", "--model", "mlp", "--dataset",
+                      "digits", "--global-batch", "128", "--steps", "10", "--quiet"),
+             _simdist("run", "tpu", "--replicas", "32", "--global-batch", "64", "--steps",
+                      "2", "--quiet")),
 ]
 
 
