@@ -81,16 +81,6 @@ def test_pipeline_mpi_passes_with_the_solution(ranks):
 
 @pytest.mark.mpi
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("ranks", [1, 2, 3])
-def test_pipeline_mpi_fails_on_the_stub_as_not_done(ranks):
-    proc = _pipeline_mpi(ranks)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert ("pipeline_mpi: ✗ not done yet: exercise choose_capacity\nhint: replace the "
-            "`raise NotImplementedError`") in proc.stdout, proc.stdout
-
-
-@pytest.mark.mpi
-@pytest.mark.timeout(120)
 def test_pipeline_mpi_reports_a_queue_too_small_from_rank_0(tmp_path):
     mine = tmp_path / "mine.py"
     mine.write_text(CAPACITY.format(answer=8))

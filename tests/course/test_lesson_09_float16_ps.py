@@ -94,16 +94,6 @@ def test_ps_nic_mpi_passes_with_the_solution(ranks):
 
 @pytest.mark.mpi
 @pytest.mark.timeout(150)
-@pytest.mark.parametrize("ranks", [1, 2, 4])
-def test_ps_nic_mpi_fails_on_the_stub_as_not_done(ranks):
-    proc = _ps_nic_mpi(ranks)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert ("ps_nic_mpi: ✗ not done yet: exercise choose_ps_for_float16\nhint: replace the "
-            "`raise NotImplementedError`") in proc.stdout, proc.stdout
-
-
-@pytest.mark.mpi
-@pytest.mark.timeout(150)
 def test_ps_nic_mpi_reports_too_few_ps_tasks_from_rank_0(tmp_path):
     mine = tmp_path / "mine.py"
     mine.write_text(ANSWER.format(answer=3))

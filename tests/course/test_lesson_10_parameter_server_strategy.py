@@ -185,16 +185,6 @@ def test_coordinator_mpi_passes_with_the_solution(ranks):
 @pytest.mark.mpi
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("ranks", [1, 2, 4])
-def test_coordinator_mpi_fails_on_the_stub_as_not_done(ranks):
-    proc = _coordinator_mpi(ranks)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "coordinator_mpi: ✗ not done yet: exercise register_functions\nhint: replace the " \
-           "`raise NotImplementedError`" in proc.stdout, proc.stdout
-
-
-@pytest.mark.mpi
-@pytest.mark.timeout(150)
-@pytest.mark.parametrize("ranks", [1, 2, 4])
 def test_coordinator_mpi_names_an_unregistered_dataset_fn(ranks, tmp_path):
     mine = tmp_path / "mine.py"
     mine.write_text(COUNT.format(result="np.bincount(y, minlength=4)", register=ONLY_FN))

@@ -1,6 +1,6 @@
 """Lesson 11, exercise 1 under mpiexec (slice_mpi.py): a v3-32's 4 hosts spread over 1, 2 and
-4 MPI ranks; the reference formula passes on every host, the stub fails as not done, and a
-wrong formula is reported once, from rank 0, with its hint."""
+4 MPI ranks; the reference formula passes on every host, and a wrong formula is reported
+once, from rank 0, with its hint (the stub: test_lesson_mpi_stubs.py)."""
 
 from pathlib import Path
 
@@ -27,14 +27,6 @@ def test_slice_mpi_passes_with_the_solution(ranks):
     if ranks == 4:
         assert ("(worker:0 on rank 0, worker:1 on rank 1, worker:2 on rank 2, worker:3 on "
                 "rank 3)") in proc.stdout
-
-
-@pytest.mark.parametrize("ranks", [1, 2, 4])
-def test_slice_mpi_fails_on_the_stub_as_not_done(ranks):
-    proc = lesson_mpi(SLICE_MPI, ranks)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert ("slice_mpi: ✗ not done yet: exercise ici_bytes_per_chip\nhint: replace the "
-            "`raise NotImplementedError`") in proc.stdout, proc.stdout
 
 
 def test_slice_mpi_reports_a_single_ring_from_rank_0(tmp_path):

@@ -1,7 +1,7 @@
 """Lesson 12, exercise 3 under mpiexec (sidecar_mpi.py): the chief, the workers, the ps and
 the side-car evaluator spread over 1, 2 and 4 MPI ranks; the reference passes with the same
-checkpoints as in one process, the stub fails as not done, and a wrong list is reported
-once, from rank 0, with its hint."""
+checkpoints as in one process, and a wrong list is reported once, from rank 0, with its hint
+(the stub: test_lesson_mpi_stubs.py)."""
 
 from pathlib import Path
 
@@ -27,14 +27,6 @@ def test_sidecar_mpi_passes_with_the_solution(ranks):
     if ranks == 4:  # the evaluator on a rank of its own: the checkpoints are MPI messages
         assert ("(chief:0 on rank 0, worker:0 on rank 0, worker:1 on rank 1, ps:0 on rank 2, "
                 "evaluator:0 on rank 3)") in proc.stdout, proc.stdout
-
-
-@pytest.mark.parametrize("ranks", [1, 2, 4])
-def test_sidecar_mpi_fails_on_the_stub_as_not_done(ranks):
-    proc = lesson_mpi(SIDECAR_MPI, ranks)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert ("sidecar_mpi: ✗ not done yet: exercise predict_sidecar\nhint: replace the "
-            "`raise NotImplementedError`") in proc.stdout, proc.stdout
 
 
 def test_sidecar_mpi_reports_the_save_begin_times_from_rank_0(tmp_path):
