@@ -211,6 +211,33 @@ def check_tf_config(module):
             "\"0\"")
 
 
+def verify_tf_config_job(results: dict, jobs: dict, adds: int) -> str:
+    """Exercise 3 under mpiexec (``tf_config_mpi.py``): every task of ``jobs`` started the
+    server its TF_CONFIG names, and the workers' ``adds`` adds each all reached the ps."""
+    targets = set()
+    for job, count in jobs.items():
+        for index in range(count):
+            task = f"{job}:{index}"
+            server = results.get(task, {}).get("server")
+            if server is None or (server["job"], server["index"]) != (job, index):
+                started = "none" if server is None else f"{server['job']}:{server['index']!r}"
+                raise CheckFailed(f"task {task} started the server of {started}",
+                                  tr("the \"task\" of TF_CONFIG names the job and the index",
+                                     "TF_CONFIG 的 \"task\" 给出作业名和索引"))
+            targets.add(server["target"])
+    if len(targets) != sum(jobs.values()):
+        raise CheckFailed(f"the tasks' servers share targets: {sorted(targets)}",
+                          tr("each task's server listens at its own address in the cluster",
+                             "每个任务的服务器在集群里有自己的地址"))
+    total = max(r.get("last", 0) for r in results.values())
+    if total != jobs["worker"] * adds:
+        raise CheckFailed(f"the counter ended at {total}, expected {jobs['worker'] * adds}",
+                          tr("every worker's session must reach the ps through its server",
+                             "每个工作器的会话都要通过它的服务器访问参数服务器"))
+    return (f"{sum(jobs.values())} servers, each its task's; the counter reached "
+            f"{jobs['worker']} x {adds} = {total}")
+
+
 # -- exercise 4 ------------------------------------------------------------------------------
 
 STEPS = 3

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from itertools import count
 
 from simdist.hardware.cluster import ClusterSpec
-from simdist.base.errors import InvalidArgumentError, UnavailableError
+from simdist.base.errors import InvalidArgumentError, UnavailableError, UnknownError
 from simdist.graph._sim.runtime import Machine, TaskRuntime
 
 _RUNNING: dict[str, Server] = {}  # "host:port" -> the server listening there
@@ -68,6 +68,17 @@ class Server:
             return
         if other is not None and self.address in _LAUNCHED and other.cluster == self.cluster \
                 and (other.job_name, other.task_index) == (self.job_name, self.task_index):
+            from simdist.graph._sim.clients import current_client
+
+            client = current_client()
+            mine = client.task if client is not None else None
+            if mine is not None and mine != f"{self.job_name}:{self.task_index}":
+                # TF: that task's process holds the port; this process cannot bind it
+                raise UnknownError(
+                    f"Could not start gRPC server: {mine}'s process starts the server of "
+                    f"/job:{self.job_name}/task:{self.task_index}, whose address "
+                    f"{self.address} is in use by that task's own process (each process "
+                    f"starts the server of its own task: TF_CONFIG's \"task\")")
             self.runtime, self._adopted = other.runtime, True  # the launcher's, for its task
             return
         if other is not None:

@@ -12,6 +12,7 @@ pytestmark = [pytest.mark.mpi, pytest.mark.timeout(120)]
 
 #: each lesson's mpiexec program and the exercise it runs
 PROGRAMS = {
+    "05_clusters_sessions/tf_config_mpi.py": "server_from_tf_config",
     "06_queues/pipeline_mpi.py": "choose_capacity",
     "07_sync_replicas/straggler_mpi.py": "predict_applied",
     "08_replication/in_graph_mpi.py": "master_requests",

@@ -10,7 +10,7 @@ worker reports is the step's: the master tells the others to abort the step (TF'
 
 from __future__ import annotations
 
-from simdist.base.errors import InvalidArgumentError
+from simdist.base.errors import InvalidArgumentError, UnimplementedError
 from simdist.sim.payloads import Phantom
 from simdist.sim.wire import RPC_BYTES, decode_header, pack_object, rebuild_error
 from simdist.graph._sim.executor import SessionRun
@@ -38,6 +38,12 @@ class MasterRun:
         master = self.plan.master
         tasks.steps[master] = step = tasks.steps.get(master, 0) + 1
         self.step, self.tasks = f"{master} step {step}", tasks
+        if master not in tasks.contexts:  # its server lives on another MPI rank
+            raise UnimplementedError(
+                f"a session on {master}'s server (its target) from a client on another MPI "
+                f"rank: under mpiexec simdist runs a session's master on its client's rank; "
+                f"open the session on a server of this rank (the task's own server.target), "
+                f"or run in one process")
         self.ctx = ctx = tasks.contexts[master]
         self.start_time = ctx.now
         return ctx.process(self._run(), name=f"RunGraph ({self.step})", daemon=self.daemon)
