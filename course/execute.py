@@ -51,12 +51,17 @@ def with_outputs_of(kept, source):
 def local_kernel(kernel_name: str = "python3"):
     """A Jupyter kernel manager whose kernel talks over Unix sockets in a private temporary
     folder (removed after): no TCP port is opened, and ipykernel has no reason to warn
-    about unencrypted TCP."""
+    about unencrypted TCP. Its kernel is shut down at the end."""
     from jupyter_client import KernelManager
 
     with tempfile.TemporaryDirectory(prefix="distlab-kernel-") as folder:
-        yield KernelManager(kernel_name=kernel_name, transport="ipc",
-                            ip=os.path.join(folder, "kernel"))
+        km = KernelManager(kernel_name=kernel_name, transport="ipc",
+                           ip=os.path.join(folder, "kernel"))
+        try:
+            yield km
+        finally:  # nbclient shuts down only the kernels it made itself
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
 
 
 def record_timelines(directory) -> None:

@@ -278,8 +278,10 @@ def test_executing_a_notebook_keeps_the_traces_of_its_timelines(repo, capfd):
     assert [(p.lang, p.run, p.figures, p.traces, p.errors) for p in pages] == [
         ("en", "now", 1, 1, []), ("zh", "now", 1, 1, [])]
     assert ("en", 2, 2) in seen and ("zh", 2, 2) in seen
-    # the kernels talk over Unix sockets: no TCP port, no warning about one
+    # the kernels talk over Unix sockets: no TCP port, no warning about one; none is left
     assert "TCP" not in capfd.readouterr().err
+    psutil = pytest.importorskip("psutil")
+    assert psutil.Process().children(recursive=True) == []
     trace = repo / "site" / "01_tiny" / "traces" / "trace-01.json"
     assert json.loads(trace.read_text())["traceEvents"]
     page = (repo / "site" / "01_tiny.html").read_text()

@@ -102,5 +102,5 @@ def test_in_graph_mpi_refuses_a_bad_answer_on_every_rank_before_simulating(tmp_p
     mine.write_text(ANSWER.format(body=WRONG[-1][1]))
     proc = _in_graph_mpi(2, "--file", str(mine))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert ("in_graph_mpi: ✗ master_requests(3, 'sync', 4) returned [3, 12], expected a pair "
-            "of ints (register_graph, run_graph)") in proc.stdout, proc.stdout
+    assert ("in_graph_mpi: ✗ master_requests(3, 'sync', 4) returned (3, 12, 0), expected a "
+            "pair of ints (register_graph, run_graph)") in proc.stdout, proc.stdout
