@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from simdist.base.errors import InvalidArgumentError, NotFoundError
@@ -160,21 +161,38 @@ def stopped_on_signals(proc: subprocess.Popen):
         stop_job(proc)
 
 
+#: what Open MPI's launcher prints when its own start-up fails before any rank runs (its
+#: PMIx server could not open its listener, e.g. beside another job starting at that moment):
+#: nothing of the program ran, so ``run_mpi`` starts the job again
+LAUNCH_FAILURES = ("The PMIx server's listener thread failed to start",)
+#: how many times ``run_mpi`` starts a job whose launcher failed to start
+LAUNCH_TRIES = 3
+
+
 def run_mpi(n: int, args: list[str], timeout: float = 120, cwd=None,
             env=None) -> subprocess.CompletedProcess:
     """Run an MPI job of ``n`` ranks (``check_ranks``) and wait at most ``timeout`` seconds;
-    every rank is killed after that, and when this process ends by any signal."""
+    every rank is killed after that, and when this process ends by any signal. A job whose
+    launcher failed to start (``LAUNCH_FAILURES``: no rank ran) is started again, up to
+    ``LAUNCH_TRIES`` times in all."""
     check_ranks(n, "ranks")
     environment = {**os.environ, **(env or {})}
-    proc = subprocess.Popen(mpiexec_command(n, args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=cwd, env=environment,
-                            preexec_fn=die_with_parent)
-    with stopped_on_signals(proc):
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()  # its ranks die with it
-            out, err = proc.communicate()
-            raise TimeoutError(f"mpiexec -n {n} {' '.join(args)} did not finish in {timeout} s"
-                               f"\nstdout:\n{out[-2000:]}\nstderr:\n{err[-2000:]}") from None
+    for attempt in range(1, LAUNCH_TRIES + 1):
+        proc = subprocess.Popen(mpiexec_command(n, args), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=cwd, env=environment,
+                                preexec_fn=die_with_parent)
+        with stopped_on_signals(proc):
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # its ranks die with it
+                out, err = proc.communicate()
+                raise TimeoutError(f"mpiexec -n {n} {' '.join(args)} did not finish in "
+                                   f"{timeout} s\nstdout:\n{out[-2000:]}\nstderr:\n"
+                                   f"{err[-2000:]}") from None
+        launch_failed = proc.returncode != 0 and not out and any(
+            failure in err for failure in LAUNCH_FAILURES)
+        if not launch_failed or attempt == LAUNCH_TRIES:
+            break
+        time.sleep(0.5 * attempt)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
