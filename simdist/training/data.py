@@ -17,6 +17,7 @@ per-replica batches.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,13 +61,19 @@ def classification(n: int = 1024, features: int = 8, classes: int = 4, seed: int
     return Dataset("classification", x, y, features, classes, "classification")
 
 
+@functools.cache
 def digits() -> Dataset:
-    """scikit-learn's 8x8 digits, pixels scaled to [0, 1] (it ships them: no download)."""
+    """scikit-learn's 8x8 digits, pixels scaled to [0, 1] (it ships them: no download).
+
+    Read once per process (sklearn parses a CSV each call: a calibration fit builds the
+    dataset hundreds of times) and shared, so its arrays are read-only."""
     from sklearn.datasets import load_digits
 
     d = load_digits()
     x = (d.data / 16.0).astype(np.float32)
-    return Dataset("digits", x, d.target.astype(np.int32), 64, 10, "classification")
+    y = d.target.astype(np.int32)
+    x.flags.writeable = y.flags.writeable = False
+    return Dataset("digits", x, y, 64, 10, "classification")
 
 
 def vocab(n: int = 1024, seed: int = 0) -> Dataset:
