@@ -6,9 +6,13 @@ example: 2 forward, 4 backward, as in Kaplan et al., "Scaling Laws for Neural La
 Models", 2020; a convolutional net reuses each weight all over its image and needs
 ``--flops-per-example``), all-reduces the gradients of the whole model (a ``Phantom`` of 4
 bytes per parameter, 2 with ``--gradient-dtype float16``) and applies them (read the weights
-and the gradients, write the weights). With ``--fidelity flow`` the all-reduce is a few flows
-(``simdist.collectives.flow``), which is how ``simdist bench scale`` runs 1,024 workers x 100
-steps in seconds:
+and the gradients, write the weights). With a model of layers (``--model``) the gradients
+become ready layer by layer in the backward pass, last layer first, and each bucket of
+``--fusion-mb`` is all-reduced as soon as it fills, while the backward pass goes on
+(``overlap.py``: PyTorch DDP's buckets, Horovod's fusion buffer); ``--no-overlap`` all-reduces
+the whole model after the backward pass, in one piece. With ``--fidelity flow`` the
+all-reduce is a few flows (``simdist.collectives.flow``), which is how ``simdist bench scale``
+runs 1,024 workers x 100 steps in seconds:
 
     simdist run data_parallel --workers 1024 --steps 100 --params 25M --fidelity flow --quiet
 
@@ -29,13 +33,17 @@ mode covers all-reduces only).
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from simdist.hardware.cluster import ClusterSpec
 from simdist.hardware.devices import Layout
-from simdist.base.errors import InvalidArgumentError
+from simdist.base.errors import InvalidArgumentError, SimdistError
 from simdist.sim.payloads import Phantom
 from simdist.hardware.stragglers import NONE, Stragglers, stragglers_option
 from simdist.hardware.units import count_option, format_bytes, format_ns
+from simdist.training.programs.overlap import (CONCURRENT, FUSION_BYTES, FUSION_MIB,
+                                               OverlapLog, backward_plan, fusion_option,
+                                               overlapped_step)
 from simdist.training.programs.program import Program
 
 #: bytes of one gradient element on the wire, by --gradient-dtype
@@ -77,7 +85,26 @@ def add_arguments(parser):
                              "lognormal:SIGMA, exponential:MEAN (1 + Exp(MEAN)) or "
                              "empirical:FILE (measured step times over their median); "
                              "default none")
+    parser.add_argument("--fusion-mb", type=fusion_option, default=FUSION_BYTES,
+                        metavar="SIZE",
+                        help=f"with --model: gradients fused into buckets of SIZE, each "
+                             f"all-reduced as soon as the backward pass fills it (default "
+                             f"{FUSION_MIB}: MiB, PyTorch DDP's bucket_cap_mb, Li et al. VLDB "
+                             "2020; Horovod's HOROVOD_FUSION_THRESHOLD is 64MiB; units "
+                             "allowed; 0: a bucket per layer)")
+    parser.add_argument("--no-overlap", dest="overlap", action="store_false",
+                        help="one all-reduce of the whole model after the backward pass (no "
+                             "buckets, nothing hidden)")
     add_layout_and_options(parser)
+
+
+@dataclass(frozen=True)
+class WorkerRun:
+    """What a worker's ``main`` returns: the end of each step, and its all-reduces' overlap
+    with the backward pass (None: one all-reduce after it)."""
+
+    ends: list
+    overlap: OverlapLog | None
 
 
 class _ListModels(argparse.Action):
@@ -148,10 +175,14 @@ def setup(args):
 def train(ctx, params: int, steps: int, batch: int, algorithm: str = "ring", *,
           flops_per_example: float | None = None, gradient_dtype: str = "float32",
           embedding_dim: int = 0, lookups: int = 8, options: dict | None = None,
-          stragglers: Stragglers = NONE, seed: int = 0):
+          stragglers: Stragglers = NONE, seed: int = 0, model=None,
+          fusion_bytes: int = FUSION_BYTES, log: OverlapLog | None = None):
     """One worker's training loop (use as a task's main). Returns the end of each step.
     With ``stragglers`` each step's forward+backward time is multiplied by the worker's
-    draw (seeded by ``seed`` and the worker)."""
+    draw (seeded by ``seed`` and the worker). With a ``model`` (``simdist.models.Model``) and
+    a ``log`` (``OverlapLog``), its buckets of ``fusion_bytes`` are all-reduced as the
+    backward pass fills them (``overlap.overlapped_step``), and ``log`` says how much of
+    their time it hid; without, the whole model is all-reduced after the backward pass."""
     from simdist.collectives import all_gather, all_reduce
 
     members = range(ctx.num_tasks)  # a range: no list of every worker on every worker
@@ -161,17 +192,28 @@ def train(ctx, params: int, steps: int, batch: int, algorithm: str = "ring", *,
     rows = batch * lookups if embedding_dim else 0  # embedding rows this worker looks up
     slices = Phantom(rows * (embedding_dim * wire + INDEX_BYTES))  # its IndexedSlices
     factors = stragglers.factors(seed, ctx.order, steps) if stragglers.active else None
+    plan = None
+    if model is not None and log is not None:
+        plan = backward_plan(model, batch, wire, fusion_bytes)
+        alone = ctx.hardware.device.compute_time_ns(flops, tasks=ctx.num_tasks)
     ends = []
     for step in range(steps):
         if rows:
             yield ctx.compute("embedding lookup", nbytes=4 * rows * embedding_dim, step=step)
-        if factors:
+        if plan is not None:
+            extra = {"straggler": round(factors[step], 4)} if factors else {}
+            yield from overlapped_step(
+                ctx, plan, round(alone * factors[step]) if factors else alone, step, members,
+                algorithm, options or {}, log, **extra)
+        elif factors:
             alone = ctx.hardware.device.compute_time_ns(flops, tasks=ctx.num_tasks)
             yield ctx.busy(0, "forward+backward", round(alone * factors[step]), "compute",
                            flops=flops, step=step, straggler=round(factors[step], 4))
         else:
             yield ctx.compute("forward+backward", flops=flops, step=step)
-        yield from all_reduce(ctx, members, gradients, algorithm=algorithm, **(options or {}))
+        if plan is None:
+            yield from all_reduce(ctx, members, gradients, algorithm=algorithm,
+                                  **(options or {}))
         yield ctx.compute("apply gradients", flops=2 * params, nbytes=12 * params, step=step)
         if rows:
             yield from all_gather(ctx, members, slices)
@@ -185,15 +227,23 @@ def train(ctx, params: int, steps: int, batch: int, algorithm: str = "ring", *,
 def main(ctx, args):
     from simdist.training.programs.allreduce import options
 
-    return train(ctx, int(args.params), args.steps, args.batch, args.algorithm,
-                 flops_per_example=args.flops_per_example, gradient_dtype=args.gradient_dtype,
-                 embedding_dim=args.embedding_dim, lookups=args.lookups, options=options(args),
-                 stragglers=args.stragglers, seed=args.seed)
+    model = getattr(args, "model_layers", None)
+    log = None
+    if model is not None and args.overlap:
+        log = OverlapLog(backward_plan(model, args.batch, GRADIENT_BYTES[args.gradient_dtype],
+                                       args.fusion_mb).buckets)
+    ends = yield from train(ctx, int(args.params), args.steps, args.batch, args.algorithm,
+                            flops_per_example=args.flops_per_example,
+                            gradient_dtype=args.gradient_dtype,
+                            embedding_dim=args.embedding_dim, lookups=args.lookups,
+                            options=options(args), stragglers=args.stragglers, seed=args.seed,
+                            model=model, fusion_bytes=args.fusion_mb, log=log)
+    return WorkerRun(ends, log)
 
 
 def report(result, hardware, args) -> str:
-    ends = next(iter(result.returns.values()))
-    step = ends[-1] / len(ends)
+    run = next(iter(result.returns.values()))
+    step = run.ends[-1] / len(run.ends)
     sparse = ""
     if args.embedding_dim:
         rows = args.batch * args.lookups
@@ -208,7 +258,43 @@ def report(result, hardware, args) -> str:
     return (f"\n{args.workers} workers x {args.steps} steps of a {what} "
             f"({args.gradient_dtype} gradients, {args.algorithm} all-reduce{sparse}, "
             f"{'' if not args.stragglers.active else args.stragglers.describe() + ', '}"
-            f"fidelity {result.fidelity}): {format_ns(round(step))} per step simulated")
+            f"fidelity {result.fidelity}): {format_ns(round(step))} per step simulated"
+            + _efficiency(hardware, args, step) + _overlap(run.overlap, args))
+
+
+def _efficiency(hardware, args, step: float) -> str:
+    """A dense model's step of compute alone (forward, backward, apply: no all-reduce) over
+    the simulated step: what communication costs."""
+    if args.embedding_dim:
+        return ""
+    flops = (6 * args.params if args.flops_per_example is None else
+             args.flops_per_example) * args.batch
+    device = hardware.device
+    alone = (device.compute_time_ns(flops, tasks=args.workers)
+             + device.compute_time_ns(2 * int(args.params), 12 * int(args.params),
+                                      tasks=args.workers))
+    return (f"\nscaling efficiency {alone / step * 100:.1f}% (compute alone "
+            f"{format_ns(alone)} a step)")
+
+
+def _overlap(log: OverlapLog | None, args) -> str:
+    """The buckets and how much of their all-reduces the backward pass hid."""
+    if log is None:
+        why = ("--no-overlap" if getattr(args, "model_layers", None) is not None else
+               "--params gives no layers: --model does")
+        return (f"\noverlap: none ({why}): one all-reduce of the whole model after the "
+                "backward pass")
+    sizes = sorted(log.buckets)
+    listed = (", ".join(format_bytes(b) for b in log.buckets) if len(sizes) <= 8 else
+              f"{format_bytes(sizes[0])} to {format_bytes(sizes[-1])}")
+    steps = max(log.steps, 1)
+    how = ("each pushed as it is ready" if args.algorithm in CONCURRENT else
+           "one after another, each as soon as it fills")
+    return (f"\noverlap: {len(log.buckets)} bucket(s) of --fusion-mb "
+            f"{format_bytes(args.fusion_mb)} ({listed}), {how}; "
+            f"{log.hidden * 100:.1f}% of the all-reduce time "
+            f"({format_ns(round(log.hidden_ns / steps))} of {format_ns(round(log.comm_ns / steps))}"
+            " a step) hidden behind the backward pass")
 
 
 def cost(args) -> int:
@@ -217,10 +303,26 @@ def cost(args) -> int:
     sparse model."""
     workers = max(args.workers, 1)
     pieces = max(getattr(args, "pieces", None) or 1, 1)
-    per_step = 6 if args.fidelity == "flow" else 2 * workers * pieces + 6
+    buckets = _buckets(args)
+    per_step = (6 if args.fidelity == "flow" else 2 * workers * pieces + 6) * buckets
     if getattr(args, "embedding_dim", 0):
         per_step += 2 * workers
     return args.steps * args.workers * per_step
+
+
+def _buckets(args) -> int:
+    """The all-reduces of a step: the model's buckets when it overlaps, else 1."""
+    name = getattr(args, "model", None)
+    if name is None or not getattr(args, "overlap", True):
+        return 1
+    from simdist.models import model_named
+
+    try:
+        model = model_named(name)
+    except SimdistError:
+        return 1  # setup says what is wrong with it
+    fusion = getattr(args, "fusion_mb", FUSION_BYTES)
+    return len(model.gradient_buckets(fusion, getattr(args, "gradient_dtype", "float32")))
 
 
 PROGRAM = Program(
