@@ -13,6 +13,12 @@ string tensor), so each task's ``SaveV2`` writes its own shard
 (``PREFIX_temp/part-K-of-N.npz``, as TF's ``PREFIX_temp/part-K-of-N``) wherever it runs, even
 on another MPI rank, and the saver merges the shards. Differs from TF on purpose: the values
 are one NumPy ``PREFIX.npz`` file, not TF's ``.index`` / ``.data-*`` / ``.meta`` files.
+
+A part of a ``PartitionedVariable`` is saved as TF saves it: as a slice of the whole
+variable's key (``SaveV2``'s ``shape_and_slices``, the part's ``save_slice_info`` spec such as
+``"10 4 0,4:0,4"``). The merge joins the slices that cover a whole variable into one array
+under its name (TF's checkpoint lists ``w`` with its full shape), so a checkpoint restores
+into any partitioning of the same variable, or into an unpartitioned one.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import io
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -51,7 +58,7 @@ class Saver:
             raise InvalidArgumentError(f"Saver: max_to_keep={max_to_keep!r}, expected an "
                                        "int >= 0 (0 or None: keep every checkpoint)")
         self._variables, self.max_to_keep = variables, max_to_keep
-        self._names = [v.op.name for v in variables]
+        self._keys = [_key(v) for v in variables]
         graph = get_default_graph()
         by_task: dict = {}
         for v in variables:
@@ -61,15 +68,19 @@ class Saver:
         with graph.name_scope(name):
             self.filename = placeholder(string, [], name="Const")  # the checkpoint's prefix
             for k, (device, group_vars) in enumerate(sorted(by_task.items())):
-                names = [v.op.name for v in group_vars]
+                keys = [_key(v) for v in group_vars]
+                names = [key.name for key in keys]
+                slices = [key.slice for key in keys]
                 with graph.device(device):
                     saves.append(create_op(
                         "SaveV2", [self.filename] + [v._as_tensor() for v in group_vars], [],
-                        {"names": names, "shard": k, "shards": self._shards},
+                        {"names": names, "shape_and_slices": slices, "shard": k,
+                         "shards": self._shards},
                         "SaveV2" if k == 0 else f"SaveV2_{k}"))
                     restored = create_op(
                         "RestoreV2", [self.filename],
-                        [(v.dtype, v.shape) for v in group_vars], {"names": names},
+                        [(v.dtype, v.shape) for v in group_vars],
+                        {"names": names, "shape_and_slices": slices},
                         "RestoreV2" if k == 0 else f"RestoreV2_{k}").outputs
                     assigns += [assign(v, value).op for v, value in zip(group_vars, restored)]
             self.save_op = group(*saves, name="control_dependency")
@@ -98,7 +109,7 @@ class Saver:
         if not path.is_file():
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
         with np.load(path) as data:
-            missing = [n for n in self._names if n not in data.files]
+            missing = [key.name for key in self._keys if not _has(key, data.files)]
         if missing:
             raise NotFoundError(f"Key {missing[0]} not found in checkpoint {save_path}")
         sess.run(self.restore_op, {self.filename: _encode(str(save_path))})
@@ -139,6 +150,80 @@ def latest_checkpoint(checkpoint_dir) -> str | None:
     return prefix if Path(prefix + ".npz").is_file() else None
 
 
+class _Key(NamedTuple):
+    """A variable's entry in a checkpoint: TF's tensor name and its ``shape_and_slices``
+    ("" for a whole variable)."""
+    name: str
+    slice: str
+
+
+def _key(v) -> _Key:
+    info = v._get_save_slice_info()
+    return _Key(info.full_name, info.spec) if info is not None else _Key(v.op.name, "")
+
+
+def _slice_name(key: _Key) -> str:
+    """Where a slice that does not join a whole variable is kept in the ``.npz``."""
+    return f"{key.name}@{key.slice}"
+
+
+def _parse_slice(spec: str):
+    """``"10 4 4,3:0,4"`` -> the full shape (10, 4) and the index (4:7, 0:4)."""
+    *full, ranges = spec.split(" ")
+    index = tuple(slice(int(start), int(start) + int(length))
+                  for start, length in (r.split(",") for r in ranges.split(":")))
+    return tuple(int(d) for d in full), index
+
+
+def _has(key: _Key, files) -> bool:
+    """Whether the checkpoint holds ``key``'s tensor at all: whole, or some slices of it."""
+    return key.name in files or any(f.startswith(key.name + "@") for f in files)
+
+
+def _read(data, key: _Key, where: str) -> np.ndarray:
+    """``key``'s value, cut from the whole variable's array when ``key`` is a slice (TF's
+    RestoreV2 with a ``shape_and_slices`` spec), with TF's messages when it cannot be."""
+    if not _has(key, data.files):
+        raise NotFoundError(f"Key {key.name} not found in checkpoint {where}")
+    if not key.slice:
+        return data[key.name]
+    full, index = _parse_slice(key.slice)
+    if key.name not in data.files:  # only some slices were saved: this exact one, or none
+        if _slice_name(key) not in data.files:
+            ranges = key.slice.split(" ")[-1]
+            raise InvalidArgumentError(f"Does not have sufficient slices for partitioned "
+                                       f"tensor {key.name} to restore in slice_spec: {ranges}")
+        return data[_slice_name(key)]
+    value = data[key.name]
+    if value.shape != full:
+        raise InvalidArgumentError(
+            f"tensor_name = {key.name}; shape in shape_and_slice spec "
+            f"[{','.join(map(str, full))}] does not match the shape stored in checkpoint: "
+            f"[{','.join(map(str, value.shape))}]")
+    return value[index]
+
+
+def _join_slices(values: dict) -> dict:
+    """The slices of one variable that cover it whole become one array under its name, as
+    TF's checkpoint reader assembles them; a partial set stays as slices."""
+    slices: dict = {}
+    for name in [n for n in values if "@" in n]:
+        full_name, spec = name.split("@", 1)
+        slices.setdefault(full_name, []).append((spec, values[name]))
+    for full_name, parts in slices.items():
+        shape, _ = _parse_slice(parts[0][0])
+        whole = np.zeros(shape, parts[0][1].dtype)
+        covered = np.zeros(shape, bool)
+        for spec, value in parts:
+            index = _parse_slice(spec)[1]
+            whole[index], covered[index] = value, True
+        if covered.all():
+            for spec, _ in parts:
+                del values[f"{full_name}@{spec}"]
+            values[full_name] = whole
+    return values
+
+
 def _disk_time(nbytes: int) -> int:
     return int(nbytes / DISK_BYTES_PER_S * 1e9)
 
@@ -159,7 +244,7 @@ def _merge_shards(prefix: str, shards: int) -> None:
         with np.load(path) as data:
             values.update({name: data[name] for name in data.files})
     buffer = io.BytesIO()
-    np.savez(buffer, **values)
+    np.savez(buffer, **_join_slices(values))
     write_atomic(prefix + ".npz", buffer.getvalue())
     for path in paths:
         path.unlink()
@@ -172,7 +257,9 @@ def _save_kernel(op, args, rt):
     path = _shard_path(prefix, op.attrs["shard"], op.attrs["shards"])
     path.parent.mkdir(exist_ok=True)
     buffer = io.BytesIO()
-    np.savez(buffer, **{name: np.array(v) for name, v in zip(op.attrs["names"], args[1:])})
+    keys = map(_Key, op.attrs["names"], op.attrs["shape_and_slices"])
+    np.savez(buffer, **{_slice_name(k) if k.slice else k.name: np.array(v)
+                        for k, v in zip(keys, args[1:])})
     write_atomic(path, buffer.getvalue())
     yield rt.env.timeout(_disk_time(sum(int(np.asarray(a).nbytes) for a in args[1:])))
     return []
@@ -182,7 +269,8 @@ def _restore_kernel(op, args, rt):
     """RestoreV2: this task's variables from the checkpoint ``args[0]`` names."""
     prefix = bytes(np.asarray(args[0]).item()).decode("utf-8")
     with np.load(prefix + ".npz") as data:
-        values = [data[name] for name in op.attrs["names"]]
+        values = [_read(data, key, prefix)
+                  for key in map(_Key, op.attrs["names"], op.attrs["shape_and_slices"])]
     yield rt.env.timeout(_disk_time(sum(int(v.nbytes) for v in values)))
     return [v.astype(t.dtype.as_numpy_dtype) for v, t in zip(values, op.outputs)]
 
