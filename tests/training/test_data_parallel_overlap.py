@@ -27,8 +27,8 @@ def run(algorithm="ring", fidelity="message", overlap=True, fusion=MIB, workers=
         log = OverlapLog(()) if overlap else None
         logs[ctx.name] = log
         return (yield from train(ctx, model.params, steps, 8, algorithm,
-                                 flops_per_example=model.training_flops, model=model,
-                                 fusion_bytes=fusion, log=log))
+                                 flops_per_example=model.training_flops,
+                                 plan=backward_plan(model, 8, 4, fusion), log=log))
 
     result = simulate({"worker": workers}, main, hardware=hw, trace=trace, fidelity=fidelity)
     return result, logs["worker:0"], hw

@@ -42,8 +42,8 @@ from simdist.sim.payloads import Phantom
 from simdist.hardware.stragglers import NONE, Stragglers, stragglers_option
 from simdist.hardware.units import count_option, format_bytes, format_ns
 from simdist.training.programs.overlap import (CONCURRENT, FUSION_BYTES, FUSION_MIB,
-                                               OverlapLog, backward_plan, fusion_option,
-                                               overlapped_step)
+                                               BackwardPlan, OverlapLog, backward_plan,
+                                               fusion_option, overlapped_step)
 from simdist.training.programs.program import Program
 
 #: bytes of one gradient element on the wire, by --gradient-dtype
@@ -165,6 +165,11 @@ def check(args) -> None:
     if getattr(args, "fidelity", "message") == "flow" and why:
         raise InvalidArgumentError(f"--fidelity flow: {why}; use --algorithm hierarchical, "
                                    "--tasks-per-machine 1 or --fidelity message")
+    args.backward_plan = None
+    if args.model_layers is not None and getattr(args, "overlap", True):
+        args.backward_plan = backward_plan(args.model_layers, args.batch,
+                                           GRADIENT_BYTES[args.gradient_dtype],
+                                           getattr(args, "fusion_mb", FUSION_BYTES))
 
 
 def setup(args):
@@ -175,14 +180,14 @@ def setup(args):
 def train(ctx, params: int, steps: int, batch: int, algorithm: str = "ring", *,
           flops_per_example: float | None = None, gradient_dtype: str = "float32",
           embedding_dim: int = 0, lookups: int = 8, options: dict | None = None,
-          stragglers: Stragglers = NONE, seed: int = 0, model=None,
-          fusion_bytes: int = FUSION_BYTES, log: OverlapLog | None = None):
+          stragglers: Stragglers = NONE, seed: int = 0, plan: BackwardPlan | None = None,
+          log: OverlapLog | None = None):
     """One worker's training loop (use as a task's main). Returns the end of each step.
     With ``stragglers`` each step's forward+backward time is multiplied by the worker's
-    draw (seeded by ``seed`` and the worker). With a ``model`` (``simdist.models.Model``) and
-    a ``log`` (``OverlapLog``), its buckets of ``fusion_bytes`` are all-reduced as the
-    backward pass fills them (``overlap.overlapped_step``), and ``log`` says how much of
-    their time it hid; without, the whole model is all-reduced after the backward pass."""
+    draw (seeded by ``seed`` and the worker). With a ``plan`` (``overlap.backward_plan``: a
+    model's buckets) and a ``log`` (``OverlapLog``), each bucket is all-reduced as the
+    backward pass fills it (``overlap.overlapped_step``), and ``log`` says how much of their
+    time it hid; without, the whole model is all-reduced after the backward pass."""
     from simdist.collectives import all_gather, all_reduce
 
     members = range(ctx.num_tasks)  # a range: no list of every worker on every worker
@@ -192,9 +197,9 @@ def train(ctx, params: int, steps: int, batch: int, algorithm: str = "ring", *,
     rows = batch * lookups if embedding_dim else 0  # embedding rows this worker looks up
     slices = Phantom(rows * (embedding_dim * wire + INDEX_BYTES))  # its IndexedSlices
     factors = stragglers.factors(seed, ctx.order, steps) if stragglers.active else None
-    plan = None
-    if model is not None and log is not None:
-        plan = backward_plan(model, batch, wire, fusion_bytes)
+    if log is None:
+        plan = None
+    if plan is not None:
         alone = ctx.hardware.device.compute_time_ns(flops, tasks=ctx.num_tasks)
     ends = []
     for step in range(steps):
@@ -227,17 +232,14 @@ def train(ctx, params: int, steps: int, batch: int, algorithm: str = "ring", *,
 def main(ctx, args):
     from simdist.training.programs.allreduce import options
 
-    model = getattr(args, "model_layers", None)
-    log = None
-    if model is not None and args.overlap:
-        log = OverlapLog(backward_plan(model, args.batch, GRADIENT_BYTES[args.gradient_dtype],
-                                       args.fusion_mb).buckets)
+    plan = getattr(args, "backward_plan", None)  # set by check(): one for every task
+    log = None if plan is None else OverlapLog(plan.buckets)
     ends = yield from train(ctx, int(args.params), args.steps, args.batch, args.algorithm,
                             flops_per_example=args.flops_per_example,
                             gradient_dtype=args.gradient_dtype,
                             embedding_dim=args.embedding_dim, lookups=args.lookups,
                             options=options(args), stragglers=args.stragglers, seed=args.seed,
-                            model=model, fusion_bytes=args.fusion_mb, log=log)
+                            plan=plan, log=log)
     return WorkerRun(ends, log)
 
 

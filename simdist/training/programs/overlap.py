@@ -18,7 +18,6 @@ to their FLOPs: overlap moves the all-reduce, never the compute.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -90,7 +89,6 @@ class BackwardPlan:
         return [b - a for a, b in zip([0, *cuts], cuts)]
 
 
-@functools.lru_cache(maxsize=16)  # a pure function: the workers of one process share it
 def backward_plan(model, batch: int, gradient_bytes: int, fusion_bytes: int) -> BackwardPlan:
     """The plan of ``model``'s step: its buckets of ``fusion_bytes`` (gradients of
     ``gradient_bytes`` an element), each ready at the end of the stretch that computes its
