@@ -16,7 +16,7 @@ import warnings
 from simdist.commands import option_type
 from simdist.base.errors import InvalidArgumentError, SimdistError
 from simdist.base.files import check_outputs
-from simdist.sim.launcher import under_mpiexec
+from simdist.sim.launcher import mpiexec_world, under_mpiexec
 from simdist.sim.flows import FIDELITIES
 from simdist.trace.schema import TRACE_MAX_MB
 
@@ -197,7 +197,8 @@ def main(argv=None) -> int:
     try:
         return _main(argv)
     except SimdistError as error:
-        print(f"simdist: error: {error}", file=sys.stderr)
+        if not getattr(error, "every_rank", False) or mpiexec_world()[0] == 0:
+            print(f"simdist: error: {error}", file=sys.stderr)
         return 2
     except MemoryError as error:
         print(f"simdist: error: out of memory ({error or 'MemoryError'}): give smaller sizes",
@@ -281,6 +282,11 @@ def cmd_run(args, program) -> int:
     print(f"simdist: {program.name} on {len(result.returns)} tasks ({where}), "
           f"system '{hardware.system.name}': {result.events} events, {result.messages} "
           f"messages{flows}, simulated time {result.end_time} ns")
+    if transport:  # under mpiexec: how the tasks sat on the ranks, and whether ranks help
+        from simdist.commands.placement import placement, print_report
+
+        print_report(placement(len(result.returns), transport.size, hardware),
+                     transport.tally, sys.stderr)
     for warning in caught:
         print(f"simdist: warning: {warning.message}", file=sys.stderr)
     trace = result.trace  # what --trace writes and --timeline draws: cut if too long

@@ -119,6 +119,13 @@ def _train(args) -> int:
         return 0
     for line in run.describe():
         print(line)
+    if args.transport is not None:  # how the tasks sat on the ranks, and whether ranks help
+        from simdist.commands.placement import placement, print_report
+        from simdist.graph import Machine
+
+        print_report(placement(args.workers + args.ps, args.transport.size,
+                               Machine().hardware),  # the servers' default machine
+                     args.transport.tally, sys.stderr)
     if args.plot:
         plot_ps_training(run, args.plot)
         print(f"figure: {args.plot}")

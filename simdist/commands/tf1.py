@@ -63,13 +63,20 @@ def _run(args) -> int:
     check_outputs({"--results": (args.results, ".json"), "--trace": (args.trace, ".json")},
                   {"SCRIPT": args.script})
     transport = args.transport
-    run = run_script(args.script, parse_cluster(args.cluster), args.script_args, transport)
+    jobs = parse_cluster(args.cluster)
+    run = run_script(args.script, jobs, args.script_args, transport)
     if transport is not None and transport.rank != 0:
         return 0
     where = f" over {transport.size} MPI ranks" if transport is not None else ""
     for line in describe(run.results, run.outputs):
         print(line)
     print(f"simulated time: {format_ns(run.end_time)}, {len(run.outputs)} tasks{where}")
+    if transport is not None:  # how the tasks sat on the ranks, and whether ranks help
+        from simdist.commands.placement import placement, print_report
+        from simdist.graph import Machine
+
+        print_report(placement(sum(jobs.values()), transport.size, Machine().hardware),
+                     transport.tally, sys.stderr)
     if args.results:
         write_results(args.results, "simdist", args.cluster, run.results)
         print(f"results: {args.results}")

@@ -114,12 +114,14 @@ def mpiexec_flags(path: str | None = None) -> list[str]:
     return flags
 
 
-def mpiexec_command(n: int, args: list[str]) -> list[str]:
+def mpiexec_command(n: int, args: list[str], mpiexec_args=()) -> list[str]:
     """``mpiexec --mca btl ^tcp ... -n n python -m mpi4py ARGS``, its flags
-    ``mpiexec_flags``'s; on Linux each rank dies with mpiexec (``_RANK_GUARD``)."""
+    ``mpiexec_flags``'s, then ``mpiexec_args`` (e.g. ``["--hostfile", PATH]``); on Linux
+    each rank dies with mpiexec (``_RANK_GUARD``)."""
     path = mpiexec_path()
     python = ["-c", _RANK_GUARD] if sys.platform.startswith("linux") else ["-m", "mpi4py"]
-    return [path, *mpiexec_flags(path), "-n", str(n), sys.executable, *python, *args]
+    return [path, *mpiexec_flags(path), *mpiexec_args, "-n", str(n), sys.executable, *python,
+            *args]
 
 
 def stop_job(proc: subprocess.Popen, grace: float = 3.0) -> None:
@@ -169,16 +171,20 @@ LAUNCH_FAILURES = ("The PMIx server's listener thread failed to start",)
 LAUNCH_TRIES = 3
 
 
-def run_mpi(n: int, args: list[str], timeout: float = 120, cwd=None,
-            env=None) -> subprocess.CompletedProcess:
+def run_mpi(n: int, args: list[str], timeout: float = 120, cwd=None, env=None,
+            mpiexec_args=()) -> subprocess.CompletedProcess:
     """Run an MPI job of ``n`` ranks (``check_ranks``) and wait at most ``timeout`` seconds;
-    every rank is killed after that, and when this process ends by any signal. A job whose
-    launcher failed to start (``LAUNCH_FAILURES``: no rank ran) is started again, up to
-    ``LAUNCH_TRIES`` times in all."""
+    every rank is killed after that, and when this process ends by any signal.
+    ``mpiexec_args``: more mpiexec options, before ``-n`` (``["--hostfile", PATH]``: the
+    hosts, docs/guides/simulator.md's 'Across machines'). A job whose launcher failed to
+    start (``LAUNCH_FAILURES``: no rank ran) is started again, up to ``LAUNCH_TRIES`` times
+    in all."""
     check_ranks(n, "ranks")
     environment = {**os.environ, **(env or {})}
+    command = mpiexec_command(n, args, mpiexec_args) if mpiexec_args else \
+        mpiexec_command(n, args)
     for attempt in range(1, LAUNCH_TRIES + 1):
-        proc = subprocess.Popen(mpiexec_command(n, args), stdout=subprocess.PIPE,
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, cwd=cwd, env=environment,
                                 preexec_fn=die_with_parent)
         with stopped_on_signals(proc):

@@ -7,7 +7,9 @@ module that imports mpi4py; the benchmarks get what they need of MPI (barrier, r
 ranks, ``MPI_Allreduce`` of a buffer) from ``MPITransport``. ``RankWatchdog`` ends a job whose
 ranks wait for one that stopped answering. ``RankStats`` (on when ``SIMDIST_RANK_STATS``
 names a file prefix, as ``simdist bench mpi`` does) counts where each rank's time went; it
-reads a clock for that alone and never changes what is simulated.
+reads a clock for that alone and never changes what is simulated. ``MPITransport`` checks at
+start-up that every rank runs the same versions (``rank_report.RankVersions``) and tallies
+the windows and each rank's events for the run report (``rank_report.WindowTally``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import time
 
 import numpy as np
 
+from simdist.base.errors import FailedPreconditionError
 from simdist.base.files import write_atomic
+from simdist.sim import rank_report
 from simdist.sim.payloads import BUFFERS
 
 
@@ -47,6 +51,7 @@ class RankStats:
         self.rank, self.size, self.transport = 0, 1, "inprocess"
         self.wait_s = self.exchange_s = self.serialize_s = 0.0
         self.windows = self.report_bytes = self.payload_bytes = self.payload_messages = 0
+        self.tally = rank_report.WindowTally()  # the MPI transport's, under mpiexec
         atexit.register(self.write)
 
     def window(self) -> None:
@@ -59,13 +64,15 @@ class RankStats:
         total = time.perf_counter() - self.start if self.start is not None else 0.0
         cpu = time.process_time() - self.cpu_start if self.start is not None else 0.0
         spent = self.wait_s + self.exchange_s + self.serialize_s
+        events = self.tally.events  # this rank's: its tasks' kernel events
         return {"rank": self.rank, "ranks": self.size, "transport": self.transport,
                 "total_s": total, "cpu_s": cpu, "simulate_cpu_s": cpu - self.transport_cpu_s,
                 "simulate_s": total - spent, "wait_s": self.wait_s,
                 "exchange_s": self.exchange_s, "serialize_s": self.serialize_s,
                 "windows": self.windows, "report_bytes": self.report_bytes,
                 "payload_bytes": self.payload_bytes,
-                "payload_messages": self.payload_messages}
+                "payload_messages": self.payload_messages,
+                "events": events[self.rank] if self.rank < len(events) else 0}
 
     def write(self) -> None:
         write_atomic(f"{self.prefix}.rank{self.rank}.json", json.dumps(self.as_dict()))
@@ -85,6 +92,7 @@ class InProcessTransport:
     def allgather(self, obj):
         if STATS is not None:
             STATS.window()
+            STATS.tally.add([obj])
         return [obj]
 
     def exchange_payloads(self, outgoing, incoming):
@@ -111,12 +119,35 @@ class MPITransport:
         self.comm = comm if comm is not None else MPI.COMM_WORLD
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
+        if self.size > 1:
+            self._check_versions()
         #: with ``watchdog_s``, a rank that waits that long for the others ends the job
         self.watchdog = RankWatchdog(self.comm, MPI, watchdog_s) \
             if watchdog_s is not None and self.size > 1 else None
         self._slots = ReportSlots()
+        #: the windows this transport carried and each rank's events (the run report's)
+        self.tally = rank_report.WindowTally()
         if STATS is not None:
             STATS.rank, STATS.size, STATS.transport = self.rank, self.size, self.name
+            STATS.tally = self.tally
+
+    def _check_versions(self) -> None:
+        """Refuse, on every rank alike, a job whose ranks run different versions
+        (``rank_report.version_mismatch``): one all-gather of each rank's
+        ``RankVersions`` (versions and a source digest: nothing machine-specific). MPI is
+        finalized first (over ``COMM_WORLD``), so that the job ends with the error's exit
+        status, without an ``MPI_Abort``."""
+        import mpi4py
+
+        mine = rank_report.local_versions(mpi4py.__version__,
+                                          self._MPI.Get_library_version())
+        mismatch = rank_report.version_mismatch(self.comm.allgather(mine))
+        if mismatch:
+            if self.comm is self._MPI.COMM_WORLD:  # a part of a larger job: its ranks go on
+                self._MPI.Finalize()
+            error = FailedPreconditionError(mismatch)
+            error.every_rank = True  # every rank raises it: rank 0 alone need say it
+            raise error
 
     def allgather(self, obj):
         """Every rank's ``obj``, in rank order, with one ``MPI_Allgather`` of a fixed-size
@@ -130,6 +161,7 @@ class MPITransport:
             stats.window()
             t0, c0 = time.perf_counter(), time.process_time()
         if self.size == 1:
+            self.tally.add([obj])
             return [obj]
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         if stats is not None:
@@ -165,6 +197,7 @@ class MPITransport:
             stats.serialize_s += (t1 - t0) + (t4 - t3)
             stats.wait_s += t2 - t1
             stats.exchange_s += t3 - t2
+        self.tally.add(out)
         return out
 
     def _wait(self, request) -> None:

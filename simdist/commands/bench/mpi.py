@@ -209,6 +209,8 @@ def _fmt(x, width=8, digits=2) -> str:
 
 def slower_reason(run: Run, one_cpu: float | None, one_s: float) -> str:
     """Why ``run`` (N ranks) took longer than one process, from its breakdown."""
+    from simdist.commands.placement import LATENCY_BOUND_EVENTS
+
     busiest = max(s["cpu_s"] for s in run.per_rank)
     if one_cpu and busiest > 0.8 * one_cpu:
         return (f"the work does not split: the busiest rank used {busiest / one_cpu:.0%} of "
@@ -216,9 +218,13 @@ def slower_reason(run: Run, one_cpu: float | None, one_s: float) -> str:
                 "its share of what the program repeats on every rank)")
     wait = max(s["wait_s"] for s in run.per_rank)
     windows = run.per_rank[0]["windows"]
+    per_rank = sum(s.get("events", 0) for s in run.per_rank) / max(windows, 1) / run.ranks
+    bound = (f"; latency-bound: {per_rank:.1f} events per window and rank, under "
+             f"{LATENCY_BOUND_EVENTS}") if per_rank < LATENCY_BOUND_EVENTS else ""
     return (f"waiting at window ends: {wait / run.run_s:.0%} of the run, over {windows} "
             f"windows of {one_s / max(windows, 1) * 1e6:.0f} us of one process's time each "
-            "(a rank waits for the slowest; on a loaded machine, for one the OS descheduled)")
+            "(a rank waits for the slowest; on a loaded machine, for one the OS descheduled)"
+            f"{bound}")
 
 
 def table(results: dict, rank_counts, repeat: int, header: str) -> str:
@@ -226,7 +232,8 @@ def table(results: dict, rank_counts, repeat: int, header: str) -> str:
     lines = [header, "",
              f"{'workload':<20}{'ranks':>6}{'best s':>9}{'median s':>10}{'job s':>8}"
              f"{'speed-up':>10}{'(median)':>10}{'CPU':>7}  where the time went, per rank (s): "
-             "simulate / wait / exchange / serialize [CPU: simulating, all], windows"]
+             "simulate / wait / exchange / serialize [CPU: simulating, all]; windows, "
+             "events per window and rank"]
     for name, runs in results.items():
         ok = {n: [r for r in runs if r.ranks == n and r.error is None] for n in rank_counts}
         best = {n: min((r.run_s for r in ok[n]), default=None) for n in rank_counts}
@@ -248,11 +255,13 @@ def table(results: dict, rank_counts, repeat: int, header: str) -> str:
                 f"r{s['rank']} " + "/".join(f"{s[p]:.2f}" for p in PHASES)
                 + f" [{s['simulate_cpu_s']:.2f}, {s['cpu_s']:.2f}]" for s in fastest.per_rank)
             windows = fastest.per_rank[0]["windows"]
+            events = sum(s.get("events", 0) for s in fastest.per_rank)
+            per_window = f", {events / windows / n:.1f} ev/win/rank" if windows else ""
             ratio = "1.00x" if n == 1 else ("-" if speed is None else f"{speed:.2f}x")
             ratio_med = "" if speed_med is None else f"{speed_med:.2f}x"
             lines.append(f"{name:<20}{n:>6}{_fmt(best[n], 9)}{_fmt(median[n], 10)}"
                          f"{_fmt(job, 8)}{ratio:>10}{ratio_med:>10}{cpu:>7}  {parts}; "
-                         f"{windows} win")
+                         f"{windows} win{per_window}")
             if speed is not None and speed < 1.0:
                 lines.append(f"{'':<26}slower than one process: "
                              f"{slower_reason(fastest, one_cpu, best[1])}")
