@@ -29,6 +29,7 @@ is 2 x 2 chips, 8 cores, one host. What the model keeps of a real TPU:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -182,12 +183,7 @@ class TPUStrategy(Strategy):
         op = ReduceOp.parse(op)
         flat, rebuild = _flatten(values)
         replicas = len(self._devices)
-        partial = []
-        for value in flat:
-            acc = value.values[0]
-            for part in value.values[1:]:
-                acc = op.combine(acc, part)
-            partial.append(acc)
+        partial = [functools.reduce(op.combine, value.values) for value in flat]
         nbytes = sum(np.asarray(v.values[0]).nbytes for v in flat)
         total = self.num_replicas_in_sync
         duration = self.all_reduce_ns(nbytes) if total > 1 else 0
@@ -229,13 +225,8 @@ class TPUStrategy(Strategy):
             ctx.span(lane, "cross-replica all-reduce", "collective", ready, end - ready,
                      hosts=self.hosts, **self._span_args(nbytes))
         yield ctx.timeout(end - ctx.now)
-        out = []
-        for i in range(len(partial)):
-            acc = sums[0][i]
-            for host in range(1, self.hosts):
-                acc = op.combine(acc, sums[host][i])
-            out.append(acc)
-        return out
+        return [functools.reduce(op.combine, (sums[host][i] for host in range(self.hosts)))
+                for i in range(len(partial))]
 
     def _span_args(self, nbytes: int) -> dict:
         return {"bytes": nbytes, "ici_bytes_per_chip": self.ici_bytes_per_chip(nbytes),
