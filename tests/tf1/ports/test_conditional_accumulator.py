@@ -23,13 +23,10 @@ import numpy as np
 import pytest
 
 import simdist.graph as tf
+from tests.tf1.ports.common import timed_session
 
 pytestmark = pytest.mark.usefixtures("fresh_tf1")
 errors = tf.errors
-
-
-def _session():
-    return tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=50))
 
 
 def test_node_def_is_tfs():
@@ -47,7 +44,7 @@ def test_constructor_with_invalid_arg():
 
 def test_size_empty_set_global_step_and_apply_float32():
     q = tf.ConditionalAccumulator(tf.float32, name="Q", shape=[1])
-    with _session() as sess:
+    with timed_session() as sess:
         assert sess.run(q.num_accumulated()) == 0
         sess.run(q.set_global_step(1))
         sess.run(q.apply_grad((10.0,), local_step=1))
@@ -58,7 +55,7 @@ def test_dtypes():
     for dtype in (tf.float32, tf.float64):
         q = tf.ConditionalAccumulator(dtype, shape=[1])
         elems = np.arange(10).astype(dtype.as_numpy_dtype)
-        with _session() as sess:
+        with timed_session() as sess:
             for e in elems:
                 sess.run(q.apply_grad((e,)))
             assert sess.run(q.take_grad(1)) == sum(elems) / len(elems)
@@ -66,7 +63,7 @@ def test_dtypes():
 
 def test_multiple_accumulators():
     accums = [tf.ConditionalAccumulator(tf.float32, name="Q", shape=[1]) for _ in range(4)]
-    with _session() as sess:
+    with timed_session() as sess:
         for i, q in enumerate(accums):
             sess.run(q.apply_grad((i + 10.0,)))
         assert [sess.run(q.take_grad(1)).item() for q in accums] == [10.0, 11.0, 12.0, 13.0]
@@ -75,7 +72,7 @@ def test_multiple_accumulators():
 def test_apply_and_take_grad_with_shape():
     q = tf.ConditionalAccumulator(tf.float32, name="Q", shape=(3, 2))
     elems = [[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [[10.0, 20.0], [30.0, 40.0], [50.0, 60.0]]]
-    with _session() as sess:
+    with timed_session() as sess:
         for x in elems:
             sess.run(q.apply_grad(x))
         np.testing.assert_array_equal(sess.run(q.take_grad(1)), np.mean(elems, axis=0))
@@ -94,13 +91,13 @@ def test_dynamic_shape_and_wrong_dynamic_shape():
     x = tf.placeholder(tf.float32)
     accum = q.apply_grad(x)
     elems = [[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [[10.0, 20.0], [30.0, 40.0], [50.0, 60.0]]]
-    with _session() as sess:
+    with timed_session() as sess:
         for elem in elems:
             sess.run(accum, {x: elem})
         np.testing.assert_array_equal(sess.run(q.take_grad(1)), np.mean(elems, axis=0))
     q = tf.ConditionalAccumulator(tf.float32, name="Q", shape=None)
     accum = q.apply_grad(x)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(accum, {x: elems[0]})  # the first gradient fixes the shape
         with pytest.raises(errors.InvalidArgumentError,
                            match=r"^Shape mismatch: expected \[3,2\], got \[2,2\]"):
@@ -113,7 +110,7 @@ def test_dynamic_shape_and_wrong_dynamic_shape():
 def test_size_after_apply_grad_and_take_grad():
     q = tf.ConditionalAccumulator(tf.float32, name="Q", shape=[1])
     accum, extract = q.apply_grad((10.0,)), q.take_grad(2)
-    with _session() as sess:
+    with timed_session() as sess:
         sizes = []
         for _ in range(2):
             sess.run(accum)
@@ -133,7 +130,7 @@ def test_size_after_apply_grad_and_take_grad():
                                                       ("SUM", 30.0, 50.0)])
 def test_take_grad_mean_sum_and_repeated(reduction, first, second):
     q = tf.ConditionalAccumulator(tf.float32, name="Q", shape=[1], reduction_type=reduction)
-    with _session() as sess:
+    with timed_session() as sess:
         for x in (10.0, 20.0):
             sess.run(q.apply_grad((x,), local_step=0))
         assert sess.run(q.take_grad(1)) == first
@@ -144,7 +141,7 @@ def test_take_grad_mean_sum_and_repeated(reduction, first, second):
 
 def test_invalid_take_grad():
     q = tf.ConditionalAccumulator(tf.float32, name="Q", shape=[1])
-    with _session() as sess:
+    with timed_session() as sess:
         for x in (10.0, 20.0):
             sess.run(q.apply_grad((x,)))
         with pytest.raises(errors.InvalidArgumentError,
@@ -158,7 +155,7 @@ def test_increment_global_step():
     new_global_step = tf.add(global_step, 1)  # an int32: set_global_step casts to int64
     inc = tf.assign(global_step, new_global_step)
     set_step = q.set_global_step(new_global_step)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(tf.global_variables_initializer())
         for _ in range(3):
             sess.run(set_step)
@@ -170,7 +167,7 @@ def test_set_global_step_prevents_accumulation():
     q = tf.ConditionalAccumulator(tf.float32, name="Q", shape=[1])
     local_steps = range(1000, 1005)
     accums = [q.apply_grad((0.0 + x,), local_step=x) for x in local_steps]
-    with _session() as sess:
+    with timed_session() as sess:
         for ls in local_steps:
             sess.run(q.set_global_step(ls))
             for accum in accums:

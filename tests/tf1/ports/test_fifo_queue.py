@@ -22,13 +22,10 @@ import numpy as np
 import pytest
 
 import simdist.graph as tf
+from tests.tf1.ports.common import timed_session
 
 pytestmark = pytest.mark.usefixtures("fresh_tf1")
 errors = tf.errors
-
-
-def _session():
-    return tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=50))
 
 
 def test_constructor():
@@ -53,7 +50,7 @@ def test_constructor_with_shapes():
 
 def test_enqueue_and_enqueue_with_shape():
     q = tf.FIFOQueue(10, tf.float32, shapes=(3, 2))
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue(([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]],)))
         with pytest.raises(ValueError):
             q.enqueue(([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],))
@@ -62,7 +59,7 @@ def test_enqueue_and_enqueue_with_shape():
 
 def test_enqueue_many_with_shape():
     q = tf.FIFOQueue(10, [tf.int32, tf.int32], shapes=[(), (2,)])
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many([[1, 2, 3, 4], [[1, 1], [2, 2], [3, 3], [4, 4]]]))
         assert sess.run(q.size()) == 4
 
@@ -70,7 +67,7 @@ def test_enqueue_many_with_shape():
 def test_multiple_dequeues_and_queues_dont_share():
     q = tf.FIFOQueue(10, [tf.int32], shapes=[()])
     q2 = tf.FIFOQueue(10, [tf.int32], shapes=[()])
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many([[1, 2, 3]]))
         assert {int(sess.run(q.dequeue())) for _ in range(3)} == {1, 2, 3}
         sess.run(q.enqueue(1))
@@ -89,7 +86,7 @@ def test_enqueue_dict_without_names():
 def test_dequeue_and_multi_enqueue_and_dequeue():
     q = tf.FIFOQueue(10, tf.float32)
     q2 = tf.FIFOQueue(10, (tf.int32, tf.float32))
-    with _session() as sess:
+    with timed_session() as sess:
         for x in [10.0, 20.0, 30.0]:
             sess.run(q.enqueue((x,)))
         assert [sess.run(q.dequeue()) for _ in range(3)] == [10.0, 20.0, 30.0]
@@ -102,7 +99,7 @@ def test_dequeue_and_multi_enqueue_and_dequeue():
 def test_queue_size():
     q = tf.FIFOQueue(10, tf.float32)
     assert q.size().shape == ()
-    with _session() as sess:
+    with timed_session() as sess:
         assert sess.run(q.size()) == 0
         sess.run(q.enqueue((10.0,)))
         assert sess.run(q.size()) == 1
@@ -113,7 +110,7 @@ def test_queue_size():
 def test_enqueue_many_and_empty_enqueue_many():
     q = tf.FIFOQueue(10, tf.float32)
     elems = [10.0, 20.0, 30.0, 40.0]
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((elems,)))
         sess.run(q.enqueue_many((elems,)))
         assert [sess.run(q.dequeue()) for _ in range(8)] == elems * 2
@@ -123,7 +120,7 @@ def test_enqueue_many_and_empty_enqueue_many():
 
 def test_empty_dequeue_many_and_up_to():
     q = tf.FIFOQueue(10, tf.float32, shapes=())
-    with _session() as sess:
+    with timed_session() as sess:
         assert sess.run(q.dequeue_many(0)).tolist() == []
         assert sess.run(q.dequeue_up_to(0)).tolist() == []
         sess.run(q.enqueue((10.0,)))
@@ -133,7 +130,7 @@ def test_empty_dequeue_many_and_up_to():
 
 def test_empty_dequeue_many_with_no_shape():
     q = tf.FIFOQueue(10, tf.float32)
-    with _session() as sess, pytest.raises(errors.InvalidArgumentError,
+    with timed_session() as sess, pytest.raises(errors.InvalidArgumentError,
                                            match="specified shapes"):
         sess.run(q.dequeue_many(0))
 
@@ -141,7 +138,7 @@ def test_empty_dequeue_many_with_no_shape():
 def test_multi_enqueue_many():
     q = tf.FIFOQueue(10, (tf.float32, tf.int32))
     floats, ints = [10.0, 20.0, 30.0, 40.0], [[1, 2], [3, 4], [5, 6], [7, 8]]
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((floats, ints)))
         sess.run(q.enqueue_many((floats, ints)))
         for i in range(8):
@@ -154,7 +151,7 @@ def test_dequeue_many_and_up_to_no_blocking():
     for take in ("dequeue_many", "dequeue_up_to"):
         tf.reset_default_graph()
         q = tf.FIFOQueue(10, tf.float32, ())
-        with _session() as sess:
+        with timed_session() as sess:
             sess.run(q.enqueue_many((elems,)))
             assert sess.run(getattr(q, take)(4)).tolist() == elems[0:4]
             assert sess.run(getattr(q, take)(4)).tolist() == elems[4:8]
@@ -164,7 +161,7 @@ def test_multi_dequeue_many_and_up_to():
     q = tf.FIFOQueue(10, (tf.float32, tf.int32), shapes=((), (2,)))
     floats = [float(10 * i) for i in range(1, 11)]
     ints = [[2 * i + 1, 2 * i + 2] for i in range(10)]
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((floats, ints)))
         many = q.dequeue_many(4)
         f, n = sess.run(many)
@@ -183,7 +180,7 @@ def test_multi_dequeue_many_and_up_to():
 def test_high_dimension():
     q = tf.FIFOQueue(10, tf.int32, (4, 4, 4, 4))
     elems = np.array([[[[[x] * 4] * 4] * 4] * 4 for x in range(10)], np.int32)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((elems,)))
         np.testing.assert_array_equal(sess.run(q.dequeue_many(10)), elems)
 
@@ -199,14 +196,14 @@ def test_enqueue_wrong_shape():
 def test_enqueue_wrong_shape_at_runtime():
     q = tf.FIFOQueue(10, (tf.int32, tf.int32), ((2, 2), (3, 3)))
     a, b = tf.placeholder(tf.int32), tf.placeholder(tf.int32)
-    with _session() as sess, pytest.raises(
+    with timed_session() as sess, pytest.raises(
             errors.InvalidArgumentError, match=r"Expected \[3,3\], got \[3,4\]"):
         sess.run(q.enqueue((a, b)), {a: np.zeros((2, 2)), b: np.zeros((3, 4))})
 
 
 def test_closed_queue_errors_and_close_twice():
     q = tf.FIFOQueue(10, tf.float32, shapes=())
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many(([10.0, 20.0],)))
         sess.run(q.close())
         with pytest.raises(errors.CancelledError, match="is closed"):
@@ -224,7 +221,7 @@ def test_dequeue_negative_counts():
     n = tf.placeholder(tf.int32)
     with pytest.raises(ValueError, match=r"Input 'n' must be >= 0, but is -1"):
         q.dequeue_many(-1)
-    with _session() as sess:
+    with timed_session() as sess:
         with pytest.raises(errors.InvalidArgumentError,
                            match=r"DequeueManyOp requested -1 < 0 elements"):
             sess.run(q.dequeue_many(n), {n: -1})
@@ -246,7 +243,7 @@ def test_shared_queue_mismatches():
          "[[2]]"),
         (tf.PaddingFIFOQueue(10, tf.float32, shapes=[[2]], shared_name="q", name="e"),
          "Expected FIFOQueue, found PaddingFIFOQueueV2")]
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(tf.get_default_graph().get_operation_by_name("a").outputs[0].op)
         for q, message in checks:
             with pytest.raises(errors.InvalidArgumentError) as error:

@@ -21,17 +21,10 @@ import numpy as np
 import pytest
 
 import simdist.graph as tf
+from tests.tf1.ports.common import FLOATS, INTS, timed_session
 
 pytestmark = pytest.mark.usefixtures("fresh_tf1")
 errors = tf.errors
-FLOATS = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0]
-INTS = [[1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12], [13, 14], [15, 16], [17, 18],
-        [19, 20]]
-
-
-def _session():
-    return tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=50))
-
 
 def test_constructors():
     q = tf.PaddingFIFOQueue(10, tf.float32, ((None,),), name="Q")
@@ -55,7 +48,7 @@ def test_construct_with_no_shape():
 def test_enqueue_with_shape_and_enqueue_many_with_shape():
     q = tf.PaddingFIFOQueue(10, tf.float32, shapes=((3, 2),))
     q2 = tf.PaddingFIFOQueue(10, [tf.int32, tf.int32], shapes=[(), (2,)])
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue((10.0 * np.ones((3, 2)),)))
         with pytest.raises(ValueError):
             q.enqueue(([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],))
@@ -68,7 +61,7 @@ def test_dequeue_multi_enqueue_and_sizes():
     q = tf.PaddingFIFOQueue(10, tf.float32, ((),))
     q2 = tf.PaddingFIFOQueue(10, (tf.int32, tf.float32), ((), ()))
     assert q.size().shape == ()
-    with _session() as sess:
+    with timed_session() as sess:
         assert sess.run(q.size()) == 0
         for x in [10.0, 20.0, 30.0]:
             sess.run(q.enqueue((x,)))
@@ -81,11 +74,11 @@ def test_dequeue_multi_enqueue_and_sizes():
 
 def test_enqueue_many_and_empty_ones():
     q = tf.PaddingFIFOQueue(10, tf.float32, ((None, None),))
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((np.zeros((0, 2, 3), np.float32),)))
         assert sess.run(q.size()) == 0
     q = tf.PaddingFIFOQueue(10, tf.float32, ((),))
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many(([10.0, 20.0, 30.0, 40.0],)))
         sess.run(q.enqueue_many(([10.0, 20.0, 30.0, 40.0],)))
         assert [sess.run(q.dequeue()) for _ in range(8)] == [10.0, 20.0, 30.0, 40.0] * 2
@@ -94,7 +87,7 @@ def test_enqueue_many_and_empty_ones():
 @pytest.mark.parametrize("shape, value", [((), 10.0), ((None,), [10.0])])
 def test_empty_dequeue_many_and_up_to(shape, value):
     q = tf.PaddingFIFOQueue(10, tf.float32, shapes=(shape,))
-    with _session() as sess:
+    with timed_session() as sess:
         for _ in range(2):
             assert sess.run(q.dequeue_many(0)).tolist() == []
             assert sess.run(q.dequeue_up_to(0)).tolist() == []
@@ -104,7 +97,7 @@ def test_empty_dequeue_many_and_up_to(shape, value):
 @pytest.mark.parametrize("shape", [(2,), (None,)])
 def test_multi_enqueue_many_with_known_and_partial_shapes(shape):
     q = tf.PaddingFIFOQueue(10, (tf.float32, tf.int32), shapes=((), shape))
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((FLOATS[:4], INTS[:4])))
         sess.run(q.enqueue_many((FLOATS[:4], INTS[:4])))
         for i in range(8):
@@ -116,7 +109,7 @@ def test_dequeue_many_and_up_to_no_blocking():
     for take in ("dequeue_many", "dequeue_up_to"):
         tf.reset_default_graph()
         q = tf.PaddingFIFOQueue(10, tf.float32, ((),))
-        with _session() as sess:
+        with timed_session() as sess:
             sess.run(q.enqueue_many((FLOATS,)))
             assert sess.run(getattr(q, take)(4)).tolist() == FLOATS[0:4]
             assert sess.run(getattr(q, take)(4)).tolist() == FLOATS[4:8]
@@ -127,7 +120,7 @@ def test_multi_dequeue_many(shape, many_shape):
     q = tf.PaddingFIFOQueue(10, (tf.float32, tf.int32), shapes=((), shape))
     many, single = q.dequeue_many(4), q.dequeue()
     assert (many[0].shape, many[1].shape) == ((4,), many_shape)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((FLOATS, INTS)))
         for start in (0, 4):
             f, n = sess.run(many)
@@ -140,7 +133,7 @@ def test_multi_dequeue_many(shape, many_shape):
 def test_dequeue_many_pads_unknown_dimensions():
     q = tf.PaddingFIFOQueue(10, tf.float32, shapes=[[None, 2]])
     x = tf.placeholder(tf.float32)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue([x]), {x: np.ones((3, 2))})
         sess.run(q.enqueue([x]), {x: np.ones((1, 2))})
         with pytest.raises(errors.InvalidArgumentError,
@@ -153,7 +146,7 @@ def test_dequeue_many_pads_unknown_dimensions():
 
 def test_closed_queue_messages():
     q = tf.PaddingFIFOQueue(2, tf.float32, shapes=[[None]], name="pq")
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.close())
         with pytest.raises(errors.CancelledError, match=r"^FIFOQueue 'pq' is closed\."):
             sess.run(q.enqueue([[1.0]]))

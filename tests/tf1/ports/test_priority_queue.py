@@ -20,13 +20,10 @@ import numpy as np
 import pytest
 
 import simdist.graph as tf
+from tests.tf1.ports.common import timed_session
 
 pytestmark = pytest.mark.usefixtures("fresh_tf1")
 errors = tf.errors
-
-
-def _session():
-    return tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=50))
 
 
 def _check_sorted(elem, side_0, side_1, deq_elem, deq_0, deq_1):
@@ -48,7 +45,7 @@ def _elements(n, low, high, seed):
 def test_round_trip_insert_read_once_sorts():
     q = tf.PriorityQueue(2000, (tf.float32, tf.int32), ((), ()))
     elem, side_0, side_1 = _elements(100, -5, 5, 0)
-    with _session() as sess:
+    with timed_session() as sess:
         for e, v0, v1 in zip(elem, side_0, side_1):
             sess.run(q.enqueue((e, v0, v1)))
         _check_sorted(elem, side_0, side_1, *sess.run(q.dequeue_many(100)))
@@ -57,7 +54,7 @@ def test_round_trip_insert_read_once_sorts():
 def test_round_trip_insert_once_read_once_sorts():
     q = tf.PriorityQueue(2000, (tf.float32, tf.int32), ((), ()))
     elem, side_0, side_1 = _elements(1000, -100, 100, 1)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((elem, side_0, side_1)))
         _check_sorted(elem, side_0, side_1, *sess.run(q.dequeue_many(1000)))
 
@@ -67,7 +64,7 @@ def test_round_trip_insert_once_read_many_and_lots_sorts():
         tf.reset_default_graph()
         q = tf.PriorityQueue(2000, (tf.int64), (()))
         elem = np.random.default_rng(2).integers(-100, 100, size=1000).astype(np.int64)
-        with _session() as sess:
+        with timed_session() as sess:
             sess.run(q.enqueue_many((elem, elem)))
             if read == "many":
                 values = np.hstack([sess.run(q.dequeue_many(100)[0]) for _ in range(10)])
@@ -86,7 +83,7 @@ def test_inserting_non_int64_fails():
 def test_inserting_non_scalar_fails():
     priority, other = tf.placeholder(tf.int64), tf.placeholder(tf.float32)
     q = tf.PriorityQueue(2000, (tf.float32,), (()))
-    with _session() as sess:
+    with timed_session() as sess:
         with pytest.raises(errors.InvalidArgumentError,
                            match=r"Shape mismatch in tuple component 0. Expected \[\], "
                                  r"got \[2\]"):
@@ -114,7 +111,7 @@ def test_construction_as_tf():
 
 def test_timed_out_dequeue_many_keeps_the_elements():
     q = tf.PriorityQueue(10, [tf.float32], shapes=[[]])
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many([[3, 1, 2], [30.0, 10.0, 20.0]]))
         for take in (q.dequeue_many(5), q.dequeue_up_to(5)):
             with pytest.raises(errors.DeadlineExceededError):
@@ -126,7 +123,7 @@ def test_timed_out_dequeue_many_keeps_the_elements():
 
 def test_dequeue_up_to_on_a_closed_queue_with_too_few_loses_them():
     q = tf.PriorityQueue(10, [tf.float32], shapes=[[]])
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many([[0, 1], [1.0, 1.0]]))
         sess.run(q.close())
         with pytest.raises(errors.OutOfRangeError,

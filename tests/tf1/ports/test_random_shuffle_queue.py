@@ -20,22 +20,15 @@ import numpy as np
 import pytest
 
 import simdist.graph as tf
+from tests.tf1.ports.common import FLOATS, INTS, timed_session
 
 pytestmark = pytest.mark.usefixtures("fresh_tf1")
 errors = tf.errors
-FLOATS = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0]
-INTS = [[1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12], [13, 14], [15, 16], [17, 18],
-        [19, 20]]
-
-
-def _session():
-    return tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=50))
-
 
 def test_enqueue_and_enqueue_with_shape():
     q = tf.RandomShuffleQueue(10, 5, tf.float32)
     q2 = tf.RandomShuffleQueue(10, 5, tf.float32, shapes=(3, 2))
-    with _session() as sess:
+    with timed_session() as sess:
         assert sess.run(q.size()) == 0
         sess.run(q.enqueue((10.0,)))
         assert sess.run(q.size()) == 1
@@ -47,7 +40,7 @@ def test_enqueue_and_enqueue_with_shape():
 def test_enqueue_many_with_shape():
     q = tf.RandomShuffleQueue(10, 5, [tf.int32, tf.int32], shapes=[(), (2,)])
     q2 = tf.RandomShuffleQueue(10, 5, tf.int32, shapes=(3,))
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many([[1, 2, 3, 4], [[1, 1], [2, 2], [3, 3], [4, 4]]]))
         assert sess.run(q.size()) == 4
         q2.enqueue(([1, 2, 3],))
@@ -56,7 +49,7 @@ def test_enqueue_many_with_shape():
 
 def test_scalar_shapes():
     q = tf.RandomShuffleQueue(10, 0, [tf.int32, tf.int32], shapes=[(), (1,)])
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many([[1, 2, 3, 4], [[5], [6], [7], [8]]]))
         sess.run(q.enqueue([9, [10]]))
         results = [(int(a), b.tolist()) for a, b in (sess.run(q.dequeue()) for _ in range(2))]
@@ -68,7 +61,7 @@ def test_scalar_shapes():
 def test_dequeue_multi_enqueue_and_enqueue_many():
     q = tf.RandomShuffleQueue(10, 0, tf.float32)
     q2 = tf.RandomShuffleQueue(10, 0, (tf.int32, tf.float32))
-    with _session() as sess:
+    with timed_session() as sess:
         for x in [10.0, 20.0, 30.0]:
             sess.run(q.enqueue((x,)))
         assert sorted(sess.run(q.dequeue()) for _ in range(3)) == [10.0, 20.0, 30.0]
@@ -85,7 +78,7 @@ def test_sizes_and_empty_enqueue_many():
     q = tf.RandomShuffleQueue(10, 0, tf.float32)
     q2 = tf.RandomShuffleQueue(10, 5, tf.float32)
     assert q.size().shape == ()
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue((10.0,)))
         assert sess.run(q.size()) == 1
         sess.run(q.dequeue().op)
@@ -96,7 +89,7 @@ def test_sizes_and_empty_enqueue_many():
 
 def test_empty_dequeue_many_and_up_to():
     q = tf.RandomShuffleQueue(10, 0, tf.float32, shapes=())
-    with _session() as sess:
+    with timed_session() as sess:
         for _ in range(2):
             assert sess.run(q.dequeue_many(0)).tolist() == []
             assert sess.run(q.dequeue_up_to(0)).tolist() == []
@@ -106,7 +99,7 @@ def test_empty_dequeue_many_and_up_to():
 def test_empty_dequeue_many_and_up_to_with_no_shape():
     q = tf.RandomShuffleQueue(10, 0, tf.float32)
     enqueue = q.enqueue((tf.constant([[10.0, 20.0]]),))
-    with _session() as sess:
+    with timed_session() as sess:
         for take in (q.dequeue_many(0), q.dequeue_up_to(0)):
             for _ in range(2):
                 with pytest.raises(errors.InvalidArgumentError,
@@ -117,7 +110,7 @@ def test_empty_dequeue_many_and_up_to_with_no_shape():
 
 def test_multi_enqueue_many():
     q = tf.RandomShuffleQueue(10, 0, (tf.float32, tf.int32))
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((FLOATS[:4], INTS[:4])))
         sess.run(q.enqueue_many((FLOATS[:4], INTS[:4])))
         got = sorted((float(f), n.tolist()) for f, n in (sess.run(q.dequeue())
@@ -130,7 +123,7 @@ def test_dequeue_many_and_up_to_no_blocking():
         tf.reset_default_graph()
         q = tf.RandomShuffleQueue(10, 0, tf.float32, ((),))
         dequeued = getattr(q, take)(5)
-        with _session() as sess:
+        with timed_session() as sess:
             sess.run(q.enqueue_many((FLOATS,)))
             results = sess.run(dequeued).tolist() + sess.run(dequeued).tolist()
         assert sorted(results) == FLOATS
@@ -144,7 +137,7 @@ def test_multi_dequeue_many_and_up_to(take, shapes):
     assert (dequeued[0].shape, dequeued[1].shape) == shapes
     assert (single[0].shape, single[1].shape) == ((), (2,))
     results = []
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((FLOATS, INTS)))
         for _ in range(2):
             f, n = sess.run(dequeued)
@@ -158,7 +151,7 @@ def test_multi_dequeue_many_and_up_to(take, shapes):
 def test_high_dimension():
     q = tf.RandomShuffleQueue(10, 0, tf.int32, ((4, 4, 4, 4)))
     elems = np.array([[[[[x] * 4] * 4] * 4] * 4 for x in range(10)], np.int32)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.enqueue_many((elems,)))
         got = sess.run(q.dequeue_many(10)).tolist()
     assert sorted(got) == sorted(elems.tolist())
@@ -170,7 +163,7 @@ def test_high_dimension():
     (10, 11, "min_after_dequeue 11 must be < capacity 10")])
 def test_min_after_dequeue_is_checked_when_the_queue_op_runs(capacity, least, message):
     q = tf.RandomShuffleQueue(capacity, least, tf.float32)
-    with _session() as sess, pytest.raises(errors.InvalidArgumentError) as error:
+    with timed_session() as sess, pytest.raises(errors.InvalidArgumentError) as error:
         sess.run(q.size())
     assert str(error.value).split("\n")[0] == message
 
@@ -181,7 +174,7 @@ def test_shared_queue_min_after_dequeue_and_seeds():
     r3 = tf.RandomShuffleQueue(10, 1, tf.float32, shared_name="sr", name="r3", seed=2)
     r4 = tf.RandomShuffleQueue(10, 1, tf.float32, shared_name="sr", name="r4", seed=1)
     assert (r4.queue_ref.op.attrs["seed"], r4.queue_ref.op.attrs["seed2"]) == (87654321, 1)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(tf.get_default_graph().get_operation_by_name("r1"))
         assert sess.run(r4.size()) == 0
         for q, message in (

@@ -21,14 +21,11 @@ import numpy as np
 import pytest
 
 import simdist.graph as tf
+from tests.tf1.ports.common import timed_session
 
 pytestmark = pytest.mark.usefixtures("fresh_tf1")
 errors = tf.errors
 F32 = np.float32
-
-
-def _session():
-    return tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=50))
 
 
 def _slices(x):
@@ -40,7 +37,7 @@ def _slices(x):
 
 def _run_error(q, pattern, sess=None, **kwargs):
     own = sess is None
-    sess = sess or _session()
+    sess = sess or timed_session()
     with pytest.raises(errors.InvalidArgumentError, match=pattern):
         sess.run(q.apply_grad(**kwargs))
     if own:
@@ -64,7 +61,7 @@ def test_constructor_with_invalid_arg():
 
 def test_size_empty_set_global_step_and_apply_float32():
     q = tf.SparseConditionalAccumulator(tf.float32, name="Q", shape=[3, 3])
-    with _session() as sess:
+    with timed_session() as sess:
         assert sess.run(q.num_accumulated()) == 0
         sess.run(q.set_global_step(1))
         sess.run(q.apply_grad([0, 2], np.array([[0, 0, 1], [3, 0, 4]], F32), local_step=1))
@@ -75,7 +72,7 @@ def test_dtypes():
     for i, dtype in enumerate((tf.float32, tf.float64)):
         q = tf.SparseConditionalAccumulator(dtype, shape=[3, 3, 3])
         total = np.zeros([3, 3, 3], dtype.as_numpy_dtype)
-        with _session() as sess:
+        with timed_session() as sess:
             for e in range(2):
                 add = np.zeros([3, 3, 3], dtype.as_numpy_dtype)
                 add[i, i, i] = e + 1
@@ -92,7 +89,7 @@ def test_multiple_accumulators():
     elems = [[[1, 0], [0, 0]], [[0, 1], [0, 0]], [[0, 0], [1, 0]], [[0, 0], [0, 1]]]
     accums = [tf.SparseConditionalAccumulator(tf.float32, name="Q", shape=[2, 2])
               for _ in elems]
-    with _session() as sess:
+    with timed_session() as sess:
         for q, elem in zip(accums, elems):
             indices, values, shape = _slices(np.array(elem, F32))
             sess.run(q.apply_grad(indices, values, shape))
@@ -110,7 +107,7 @@ def test_multiple_accumulators():
 def test_take_grad_mean_sum_and_repeated(reduction, first, second):
     q = tf.SparseConditionalAccumulator(tf.float32, name="Q", shape=(),
                                         reduction_type=reduction)
-    with _session() as sess:
+    with timed_session() as sess:
         for step, scale in ((0, 1), (1, 10)):
             sess.run(q.apply_grad([0, 1], np.array([[1, 0], [0, 2]], F32) * scale,
                                   local_step=step))
@@ -136,7 +133,7 @@ def test_dynamic_non_vector_indices_and_wrong_count():
     q = tf.SparseConditionalAccumulator(tf.float32, name="Q", shape=[3, 3])
     x_indices, x_values = tf.placeholder(tf.int64), tf.placeholder(tf.float32)
     accum = q.apply_grad(grad_indices=x_indices, grad_values=x_values)
-    with _session() as sess:
+    with timed_session() as sess:
         with pytest.raises(errors.InvalidArgumentError,
                            match=r"Input indices should be vector but received shape: \[2,2\]"):
             sess.run(accum, {x_indices: [[0, 1], [1, 0]], x_values: np.array([1, 2], F32)})
@@ -153,7 +150,7 @@ def test_empty_shape_apply():
     _run_error(q, "Values cannot be 0-dimensional.", grad_indices=[0], grad_values=1.0,
                grad_shape=[])
     _run_error(q, "Values cannot be 0-dimensional.", grad_indices=[0], grad_values=1.0)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.apply_grad(grad_indices=[0], grad_values=[1.0], grad_shape=[]))
         sess.run(q.apply_grad(grad_indices=[0], grad_values=[1.0]))
 
@@ -162,7 +159,7 @@ def test_validate_shape():
     q = tf.SparseConditionalAccumulator(tf.float32, name="Q", shape=[2, 2, None])
     square = np.array([[[[1, 2], [3, 4]], [[5, 6], [7, 8]]]], F32)
     wide = np.array([[[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [10, 11, 12]]]], F32)
-    sess = _session()
+    sess = timed_session()
 
     def bad(pattern, **kwargs):
         _run_error(q, pattern, sess, **kwargs)
@@ -191,12 +188,12 @@ def test_validate_shape():
 def test_return_shape():
     values = np.array([[[[1, 2], [3, 4]], [[5, 6], [7, 8]]]], F32)
     q = tf.SparseConditionalAccumulator(tf.float32, name="Q", shape=[2, None])
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.apply_grad(grad_indices=[0], grad_values=values))
         assert sess.run(q.take_indexed_slices_grad(1)).dense_shape.tolist() == [2, 2, 2, 2]
     q = tf.SparseConditionalAccumulator(tf.float32, name="Q", shape=[None, 2])
     wide = np.array([[[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [10, 11, 12]]]], F32)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.apply_grad(grad_indices=[0], grad_values=wide))
         assert sess.run(q.take_indexed_slices_grad(1)).dense_shape.tolist() == [-1, 2, 2, 3]
 
@@ -206,7 +203,7 @@ def test_apply_grad_int32_indices_and_shape():
     indices = tf.constant([0, 2], dtype=tf.int32)
     values = tf.constant([[0, 0, 1], [3, 0, 4]], dtype=tf.float32)
     shape = tf.constant([3, 3], dtype=tf.int32)
-    with _session() as sess:
+    with timed_session() as sess:
         sess.run(q.apply_grad(grad_indices=indices, grad_values=values, grad_shape=shape))
         sess.run(q.apply_indexed_slices_grad(tf.IndexedSlices(values, indices, shape)))
         assert sess.run(q.num_accumulated()) == 2
