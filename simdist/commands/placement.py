@@ -5,10 +5,10 @@ it faster (with the reason and the figure).
 
 Printed by ``simdist run``, ``simdist ps`` and ``simdist tf1`` on rank 0, to stderr: stdout
 keeps the run's report, the same as one process prints (``simdist ps``'s is checked at 1, 2
-and 4 ranks), and nothing goes into the trace, which is the same at every rank count. The figures come from the
-hardware (``task_to_rank``, the layout, ``Hardware.min_latency_ns``: what the scheduler
-uses) and from the MPI transport's ``WindowTally`` (the windows it carried, each rank's
-events).
+and 4 ranks), and nothing goes into the trace, which is the same at every rank count. The
+figures come from the hardware (``task_to_rank``, the layout, ``Hardware.min_latency_ns``:
+what the scheduler uses) and from the MPI transport's ``WindowTally`` (the windows it
+carried, each rank's events).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import NamedTuple
 from simdist.hardware.cluster import task_to_rank
 from simdist.hardware.units import format_ns
 
-#: fewer kernel events than this per window and rank: the run is latency-bound. A window
-#: ends with an all-gather of every rank's report (tens of microseconds on idle cores, with
-#: its pickling), about the cost of 10 to 20 events of a message-heavy program; below this
-#: the all-gathers cost more than the ranks' share of the work saves
-#: (docs/results/mpi.md, 'Placement advice')
-LATENCY_BOUND_EVENTS = 20
+#: fewer kernel events than this per window and rank: the run is latency-bound. Every window
+#: ends with an all-gather of all ranks' reports; of ``simdist bench mpi``'s workloads, each
+#: under 50 at two ranks ran slower than in one process, 0.14x to 0.55x, and its busiest rank
+#: used at least 88% of one process's processor time (docs/results/mpi.md, 'Placement
+#: advice')
+LATENCY_BOUND_EVENTS = 50
 #: a rank that ran more than this many times its even share of the events holds up the rest
 BUSIEST_SHARE = 1.5
 

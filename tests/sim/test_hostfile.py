@@ -65,8 +65,9 @@ def test_ranks_with_other_versions_are_refused_in_one_line(tmp_path):
     proc = run_mpi(2, [str(program)], timeout=150, cwd=ROOT)
     assert proc.returncode != 0 and "simdist: token_ring" not in proc.stdout
     errors = [line for line in proc.stderr.splitlines() if line.startswith("simdist: error:")]
+    ours = metadata.version("distlab")
     assert errors == ["simdist: error: MPI rank 1 runs other versions than rank 0: DistLab "
-                      f"'0.0.9' (rank 0: {metadata.version('distlab')!r}). Every host of a job needs the same Python, "
-                      "DistLab and simdist source, numpy, mpi4py and MPI "
+                      f"'0.0.9' (rank 0: {ours!r}). Every host of a job needs the same "
+                      "Python, DistLab and simdist source, numpy, mpi4py and MPI "
                       "(docs/guides/simulator.md, 'Across machines')"]
     assert "Traceback" not in proc.stderr and "MPI_ABORT" not in proc.stderr

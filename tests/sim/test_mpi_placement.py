@@ -53,13 +53,14 @@ def test_few_events_a_window_and_rank_is_latency_bound_with_its_figure():
     p = placement(4, 2, _hardware(1))
     lines = warnings(p, 51, [23, 27])
     assert len(lines) == 1
-    assert lines[0].startswith("latency-bound: 0.5 events per window per rank (50 events in "
-                               "51 windows of 10.0 µs on 2 rank(s); under 20)")
+    assert lines[0].startswith(
+        "latency-bound: 0.5 events per window per rank (50 events in 51 windows of 10.0 µs on "
+        f"2 rank(s); under {LATENCY_BOUND_EVENTS})")
 
 
 def test_one_busy_rank_is_imbalanced_with_the_speed_up_it_allows():
     p = placement(4, 2, _hardware(1))
-    lines = warnings(p, 10, [100 * LATENCY_BOUND_EVENTS, 400 * LATENCY_BOUND_EVENTS])
+    lines = warnings(p, 10, [2000, 8000])  # 500 events a window and rank: not latency-bound
     assert lines == ["imbalanced: rank 1 ran 80% of the events (8000 of 10000, holding 2 of 4 "
                      "tasks): 2 ranks can be at most 1.25x faster than one process"]
 
@@ -67,13 +68,13 @@ def test_one_busy_rank_is_imbalanced_with_the_speed_up_it_allows():
 def test_enough_balanced_work_gives_no_warning_and_the_report_says_the_figures():
     p = placement(64, 2, _hardware(1))
     tally = WindowTally()
-    tally.windows, tally.events = 100, [4000, 4200]
+    tally.windows, tally.events = 10, [4000, 4200]
     err = io.StringIO()
     print_report(p, tally, err)
     assert "warning" not in err.getvalue()
     assert err.getvalue().splitlines()[-1] == (
-        "simdist: windows: 100, 8200 events: 82.0 a window, 41.0 a window and rank; the busiest "
-        "rank, 1, ran 51% of them")
+        "simdist: windows: 10, 8200 events: 820.0 a window, 410.0 a window and rank; the "
+        "busiest rank, 1, ran 51% of them")
 
 
 class _Report:
