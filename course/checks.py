@@ -17,7 +17,7 @@ from course import sandbox
 from course import workspace as ws
 from course.folders import (CHECKS, EXERCISES, LessonError, find_lesson, is_stub, load_module,
                             repo_relative, solution_path)
-from course.lang import tr, word
+from course.lang import join, tr, word, words
 from simdist.base.errors import InvalidArgumentError
 
 
@@ -126,14 +126,15 @@ def peek(lesson_id, exercise: str, folder=None) -> str:
 
 
 def _where_in(error: BaseException, path: Path) -> str:
-    """' (exercises.py line 12: `code`)' for the deepest frame of ``error`` in ``path``."""
+    """' (at exercises.py line 12: `code`)' (a ``tr`` text) for the deepest frame of ``error``
+    in ``path``."""
     frames = [f for f in traceback.extract_tb(error.__traceback__)
               if Path(f.filename).resolve() == path.resolve()]
     if not frames:
         return ""
     f = frames[-1]
     code = f" `{f.line.strip()}`" if f.line else ""
-    return f" (at {path.name} line {f.lineno}:{code})"
+    return words("at", file=path.name, line=f.lineno, code=code)
 
 
 def not_done_name(error: BaseException) -> str | None:
@@ -182,7 +183,7 @@ def run_check(check: Check, module, path: Path | None = None) -> CheckResult:
     result = CheckResult(check.name, False, "", exercise=check.exercise, title=check.title)
     try:
         if not callable(getattr(module, check.exercise, None)):
-            raise CheckFailed(f"{path.name} has no function {check.exercise}",
+            raise CheckFailed(words("no_function", file=path.name, name=check.exercise),
                               tr(word("missing_fn", "en", name=check.exercise, file=path.name,
                                       stub=EXERCISES),
                                  word("missing_fn", "zh", name=check.exercise, file=path.name,
@@ -194,7 +195,7 @@ def run_check(check: Check, module, path: Path | None = None) -> CheckResult:
     except NotImplementedError as error:
         name = not_done_name(error)
         if name is None:
-            result.message = f"NotImplementedError: {error}{_where_in(error, path)}"
+            result.message = join(f"NotImplementedError: {error}", _where_in(error, path))
             result.hint = tr(word("not_impl", "en"), word("not_impl", "zh"))
         else:
             result.not_done = True
@@ -205,8 +206,8 @@ def run_check(check: Check, module, path: Path | None = None) -> CheckResult:
         result.message = _exit_message(("your code", "你的代码"), error, path)
         result.hint = _EXIT_HINT
     except Exception as error:  # the learner's bug: report it, keep checking the rest
-        result.message = (f"your code raised {type(error).__name__}: "
-                          f"{first_lines(str(error))}{_where_in(error, path)}")
+        result.message = join(words("raised", error=type(error).__name__,
+                                    text=first_lines(str(error))), _where_in(error, path))
         result.hint = tr(word("bug", "en"), word("bug", "zh"))
     result.seconds = time.perf_counter() - start
     return result
@@ -223,10 +224,10 @@ def _exit_message(who: tuple, error: SystemExit, path: Path) -> str:
     """'your code called exit() or sys.exit(0)' (raised SystemExit), and where; ``who`` in
     English and Chinese."""
     where, code = _where_in(error, path), "" if error.code is None else repr(error.code)
-    return tr(f"{who[0]} called exit() or sys.exit({code}) (raised SystemExit): the checker "
-              f"went on{where}",
-              f"{who[1]}调用了 exit() 或 sys.exit({code})（抛出了 SystemExit）：检查程序继续运行"
-              f"{where}")
+    return join(tr(f"{who[0]} called exit() or sys.exit({code}) (raised SystemExit): the "
+                   "checker went on",
+                   f"{who[1]}调用了 exit() 或 sys.exit({code})（抛出了 SystemExit）：检查程序继续"
+                   "运行"), where)
 
 
 def failure(check: Check, message: str, hint: str = "", seconds: float = 0.0) -> CheckResult:
@@ -246,8 +247,9 @@ def load_target(path: Path):
         who = (f"importing {path.name}", f"导入 {path.name} 时")
         return None, (_exit_message(who, error, path), _EXIT_HINT)
     except Exception as error:  # a syntax error or a failing import in the learner's file
-        return None, (f"cannot import {path.name}: {type(error).__name__}: {error}"
-                      f"{_where_in(error, path)}", tr(word("import", "en"), word("import", "zh")))
+        return None, (join(words("cannot_import", file=path.name, error=type(error).__name__,
+                                 text=error), _where_in(error, path)),
+                      tr(word("import", "en"), word("import", "zh")))
 
 
 #: the time limit of ``iter_checks`` when none is given (``isolated``); None: no child process

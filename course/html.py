@@ -219,7 +219,8 @@ def page(title: str, body: str, root: str, lang: str = "en") -> str:
 
 STYLE = """
 body { font: 16px/1.55 system-ui, -apple-system, "Segoe UI", "Noto Sans", "PingFang SC",
-       "Microsoft YaHei", "Noto Sans CJK SC", "Source Han Sans SC", sans-serif;
+       "Microsoft YaHei", "Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC",
+       "WenQuanYi Zen Hei", sans-serif;
        color: #1d2430; margin: 0; background: #f6f7f9; }
 main { max-width: 980px; margin: 0 auto; padding: 1.5rem 2rem 4rem; background: #fff;
        min-height: 100vh; box-shadow: 0 0 12px rgba(0, 0, 0, 0.06); }
@@ -229,7 +230,9 @@ nav.top .spacer { flex: 1; }
 a { color: #0b5cad; }
 h1 { font-size: 1.8rem; line-height: 1.25; }
 h2 { margin-top: 2.2rem; border-bottom: 1px solid #e3e6ea; padding-bottom: 0.2rem; }
-code, pre { font: 13px/1.45 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
+code, pre { font: 13px/1.45 ui-monospace, "SFMono-Regular", Menlo, Consolas,
+            "Noto Sans Mono CJK SC", "Noto Sans CJK SC", monospace; }
+
 :not(pre) > code { background: #f0f2f5; padding: 0.05em 0.3em; border-radius: 3px; }
 pre { overflow-x: auto; padding: 0.6rem 0.8rem; margin: 0.4rem 0; border-radius: 4px; }
 pre.code { background: #f5f7fa; border-left: 3px solid #9db4d0; }

@@ -277,6 +277,10 @@ def index_page(pages: list[Page], statuses: dict, guides: list | None = None) ->
 that are checked automatically. These pages are the lessons' notebooks run top to bottom;
 to run and edit them yourself, open them with <code>make lab</code>; to check your exercises,
 run <code>simdist check NN</code>. Every timeline's trace can be opened in Perfetto.</p>
+<p class="note">The Chinese edition (简体中文) needs a CJK font in the browser and for its
+figures: if its text shows as empty boxes, install one (<code>apt-get install
+fonts-noto-cjk</code>; the pages ask for Noto Sans CJK SC) and rebuild.</p>
+
 {progress}
 {"".join(sections)}
 {guides_html(guides or [])}

@@ -1,3 +1,4 @@
+# long file: three exercises' checks, each message and hint in English and Chinese
 """Lesson 01, Collectives from scratch: the checks that ``simdist check 01`` runs.
 
 Each check calls the learner's function (their exercises, the solution or ``--file``) inside
@@ -17,7 +18,9 @@ import numpy as np
 
 from simdist import Hardware, HardwareCatalog, Layout, Phantom, SimulationDeadlock, simulate
 from simdist.collectives import all_reduce, formulas
+from course.lang import say
 from course.lessons import Check, CheckFailed, load_module, side_by_side, tr
+
 from simdist.trace.plots import plot_timeline
 from simdist.hardware.units import format_bytes, format_ns
 
@@ -72,7 +75,8 @@ def run_ring(ring_all_reduce, p: int, kind: str, transport=None):
         steps = rings[ctx.order](ctx, list(members), value)
         if not inspect.isgenerator(steps):
             raise CheckFailed(
-                f"ring_all_reduce returned {_short(steps)} instead of a generator",
+                tr(f"ring_all_reduce returned {_short(steps)} instead of a generator",
+                   f"ring_all_reduce 返回了 {_short(steps)}，而不是生成器"),
                 tr("ring_all_reduce must wait for messages with `msg = yield ctx.recv(...)`",
                    "ring_all_reduce 必须用 `msg = yield ctx.recv(...)` 等待消息"),
                 tr("a function that contains `yield` is a generator; the program calls it "
@@ -82,7 +86,7 @@ def run_ring(ring_all_reduce, p: int, kind: str, transport=None):
         return {"sum": total, "changed": not np.array_equal(value, before),
                 "aliased": isinstance(total, np.ndarray) and np.shares_memory(total, value)}
 
-    where = f"p = {p}, {_kind_name(kind)} values"
+    where = tr(f"p = {p}, {_kind_name(kind)} values", f"p = {p}，{_kind_name(kind)} 值")
     try:
         return simulate({"worker": p}, main, hardware=ring_hardware(), trace=True,
                         transport=transport, metadata={"program": "lesson 01 ring check"})
@@ -100,12 +104,12 @@ def run_ring(ring_all_reduce, p: int, kind: str, transport=None):
                         "and ctx.recv match",
                         "先发送自己的块（ctx.send 不会阻塞），再等待邻居的块；并检查 ctx.send "
                         "与 ctx.recv 的标签（tag）和邻居是否一致")
-        raise CheckFailed(f"{where}: the simulation deadlocked:\n{error}", hint,
-                          detail) from None
+        raise CheckFailed(tr(f"{where}: the simulation deadlocked:\n{error}",
+                             f"{where.zh}：模拟陷入死锁：\n{error}"), hint, detail) from None
     except AttributeError as error:
         if "Recv" in str(error) or "Event" in str(error):
             raise CheckFailed(
-                f"{where}: {error}",
+                tr(f"{where}: {error}", f"{where.zh}：{error}"),
                 tr("ctx.recv returns an event: wait for it with `yield`",
                    "ctx.recv 返回的是一个事件：要用 `yield` 等待它"),
                 tr("msg = yield ctx.recv(left, tag); the array is msg.payload",
@@ -132,20 +136,23 @@ def verify_sums(result, p: int, kind: str) -> None:
     for order, name in enumerate(members_of(p)):
         out = result.returns[name]
         got = out["sum"]
-        where = f"p = {p}, {_kind_name(kind)} values of shape {values[0].shape}: {name}"
+        where = tr(f"p = {p}, {_kind_name(kind)} values of shape {values[0].shape}: {name}",
+                   f"p = {p}，形状为 {values[0].shape} 的 {_kind_name(kind)} 值：{name}")
         if got is None:
-            raise CheckFailed(f"{where} returned None",
+            raise CheckFailed(tr(f"{where} returned None", f"{where.zh} 返回了 None"),
                               tr("end ring_all_reduce with `return` and the summed array",
                                  "ring_all_reduce 最后要 `return` 求和后的数组"))
         if not isinstance(got, np.ndarray):
-            raise CheckFailed(f"{where} returned {_short(got)}, not a numpy array",
+            raise CheckFailed(tr(f"{where} returned {_short(got)}, not a numpy array",
+                                 f"{where.zh} 返回了 {_short(got)}，不是 numpy 数组"),
                               tr("return the joined chunks as one numpy array",
                                  "把各块拼接成一个 numpy 数组返回"),
                               tr("np.concatenate(chunks).reshape(value.shape)",
                                  "np.concatenate(chunks).reshape(value.shape)"))
         if out["changed"]:
             raise CheckFailed(
-                f"{where}: your ring changed the value it was given (the caller's gradient)",
+                tr(f"{where}: your ring changed the value it was given (the caller's gradient)",
+                   f"{where.zh}：你的环修改了传给它的值（调用者的梯度）"),
                 tr("leave `value` as it is: work on copies of its chunks",
                    "不要修改 `value`：在它的各块的副本上计算"),
                 tr("np.array_split(value.reshape(-1), p) returns views into value, so "
@@ -157,7 +164,8 @@ def verify_sums(result, p: int, kind: str) -> None:
                    "或者写成 `chunk = chunk + received`"))
         if out["aliased"]:
             raise CheckFailed(
-                f"{where}: the array your ring returned shares memory with its input",
+                tr(f"{where}: the array your ring returned shares memory with its input",
+                   f"{where.zh}：你的环返回的数组与它的输入共享内存"),
                 tr("return a new array: the caller's value must stay its own",
                    "返回一个新数组：调用者的 value 必须保持独立"),
                 tr("with p = 1 return value.copy(), not value; a reshape or view of value is "
@@ -165,12 +173,15 @@ def verify_sums(result, p: int, kind: str) -> None:
                    "p = 1 时返回 value.copy() 而不是 value；value 的 reshape 或视图也共享同一块内存"))
         if got.shape != expected.shape:
             raise CheckFailed(
-                f"{where} returned shape {got.shape}, expected {expected.shape}",
+                tr(f"{where} returned shape {got.shape}, expected {expected.shape}",
+                   f"{where.zh} 返回的形状是 {got.shape}，应为 {expected.shape}"),
                 tr("give the result the value's shape", "结果要恢复成 value 的形状"),
                 tr("np.concatenate(chunks).reshape(value.shape)",
                    "np.concatenate(chunks).reshape(value.shape)"))
         if got.dtype != expected.dtype:
-            raise CheckFailed(f"{where} returned dtype {got.dtype}, expected {expected.dtype}",
+            raise CheckFailed(tr(f"{where} returned dtype {got.dtype}, expected "
+                                 f"{expected.dtype}",
+                                 f"{where.zh} 返回的 dtype 是 {got.dtype}，应为 {expected.dtype}"),
                               tr("keep the value's dtype", "保持 value 的 dtype"),
                               tr("add chunks of the same dtype; do not build float arrays "
                                  "with np.zeros(n) for int values",
@@ -178,8 +189,9 @@ def verify_sums(result, p: int, kind: str) -> None:
         same = got == expected if kind == "int" else np.isclose(got, expected, atol=1e-5)
         if not same.all():
             hint, detail = _sum_hint(got, expected, values[order], p)
-            raise CheckFailed(f"{where} returned a wrong sum: "
-                              + _wrong_chunks(got, expected, values[order], p), hint, detail)
+            wrong = _wrong_chunks(got, expected, values[order], p)
+            raise CheckFailed(tr(f"{where} returned a wrong sum: {wrong}",
+                                 f"{where.zh} 返回的和不对：{wrong.zh}"), hint, detail)
 
 
 def _chunk_bounds(n: int, p: int):
@@ -193,9 +205,11 @@ def _wrong_chunks(got, expected, own, p) -> str:
     bad = [i for i, (lo, hi) in enumerate(_chunk_bounds(e.size, p))
            if not np.allclose(g[lo:hi], e[lo:hi], atol=1e-5)]
     first = int(np.flatnonzero(~np.isclose(g, e, atol=1e-5))[0])
-    return (f"{len(bad)} of its {p} chunks differ from numpy's sum (chunks {bad}, as "
-            f"np.array_split cuts them); first at flat index {first}: got {g[first]}, "
-            f"expected {e[first]}")
+    return tr(f"{len(bad)} of its {p} chunks differ from numpy's sum (chunks {bad}, as "
+              f"np.array_split cuts them); first at flat index {first}: got {g[first]}, "
+              f"expected {e[first]}",
+              f"它的 {p} 块中有 {len(bad)} 块与 numpy 的和不同（按 np.array_split 的切法是第 "
+              f"{bad} 块）；第一处在展平后的下标 {first}：得到 {g[first]}，应为 {e[first]}")
 
 
 def _sum_hint(got, expected, own, p) -> tuple:
@@ -229,12 +243,15 @@ def verify_messages(result, p: int) -> str:
     for name, n in counts.items():
         if n == want:
             continue
-        message = (f"p = {p}: {name} sent {n} message{'s' * (n != 1)}; a ring all-reduce "
-                   f"sends 2(p-1) = {want}")
+        message = tr(f"p = {p}: {name} sent {n} message{'s' * (n != 1)}; a ring all-reduce "
+                     f"sends 2(p-1) = {want}",
+                     f"p = {p}：{name} 发送了 {n} 条消息；环形 all-reduce 发送 2(p-1) = {want} 条")
         detail = ""
         if len(set(counts.values())) > 1:
-            message += " from every member (" + ", ".join(
-                f"{k} sent {v}" for k, v in counts.items()) + ")"
+            message = tr(message + " from every member (" + ", ".join(
+                f"{k} sent {v}" for k, v in counts.items()) + ")",
+                message.zh + "，每个成员都是如此（" + "，".join(
+                    f"{k} 发送了 {v} 条" for k, v in counts.items()) + "）")
             hint = tr("in a ring every member sends in every step, all at the same time",
                       "在环中，每一步每个成员都同时发送")
             detail = tr("p - 1 reduce-scatter steps, then p - 1 all-gather steps, one send "
@@ -257,7 +274,7 @@ def verify_messages(result, p: int) -> str:
                         "p - 1 steps per phase",
                         "不是整个 value，也不是每个元素或每个邻居一条消息；每个阶段 p - 1 步")
         raise CheckFailed(message, hint, detail)
-    return f"{want} messages each"
+    return tr(f"{want} messages each", f"每个成员 {want} 条消息")
 
 
 def verify_time(result, p: int) -> tuple:
@@ -270,11 +287,15 @@ def verify_time(result, p: int) -> tuple:
     got = result.end_time
     if abs(got - want) <= TOLERANCE * want:
         return (abs(got - want) / want if want else 0.0,
-                f"{format_ns(got)} simulated, {format_ns(round(want))} by the formula")
+                tr(f"{format_ns(got)} simulated, {format_ns(round(want))} by the formula",
+                   f"模拟 {format_ns(got)}，公式 {format_ns(round(want))}"))
     per_step = a + -(-n // p) * 1e9 / B
-    message = (f"p = {p}, {format_bytes(n)}: simulated {format_ns(got)}, but formulas.ring "
-               f"gives {format_ns(round(want))} = 2(p-1) steps of a + (n/p)/B = "
-               f"{format_ns(round(per_step))} each (a = {format_ns(a)}, B = {B / 1e9:g} GB/s)")
+    message = tr(f"p = {p}, {format_bytes(n)}: simulated {format_ns(got)}, but formulas.ring "
+                 f"gives {format_ns(round(want))} = 2(p-1) steps of a + (n/p)/B = "
+                 f"{format_ns(round(per_step))} each (a = {format_ns(a)}, B = {B / 1e9:g} GB/s)",
+                 f"p = {p}，{format_bytes(n)}：模拟得到 {format_ns(got)}，但 formulas.ring 给出 "
+                 f"{format_ns(round(want))} = 2(p-1) 步，每步 a + (n/p)/B = "
+                 f"{format_ns(round(per_step))}（a = {format_ns(a)}，B = {B / 1e9:g} GB/s）")
     if got > want:
         hint = tr("slower than a ring: the steps do not overlap as a ring's do",
                   "比环慢：各步没有像环那样同时进行")
@@ -301,8 +322,9 @@ def check_ring_sums(ex) -> str:
             except Exception:
                 _shared_globals(ex, p, kind)
                 raise
-    return (f"p = {', '.join(map(str, RING_SIZES))}; int64 exact, float32 close to numpy's "
-            "sum; inputs untouched")
+    sizes = ", ".join(map(str, RING_SIZES))
+    return tr(f"p = {sizes}; int64 exact, float32 close to numpy's sum; inputs untouched",
+              f"p = {sizes}；int64 完全相等，float32 与 numpy 的和接近；输入未被修改")
 
 
 def _shared_globals(ex, p: int, kind: str) -> None:
@@ -312,8 +334,10 @@ def _shared_globals(ex, p: int, kind: str) -> None:
     except Exception:  # noqa: BLE001 (wrong either way: the first failure is reported)
         return
     raise CheckFailed(
-        f"p = {p}: your ring gives the right sum only when every task shares one copy of "
-        "your module: with a copy per task (as under mpiexec, one per MPI rank) it fails",
+        tr(f"p = {p}: your ring gives the right sum only when every task shares one copy of "
+           "your module: with a copy per task (as under mpiexec, one per MPI rank) it fails",
+           f"p = {p}：只有所有任务共用你的模块的同一份副本时，你的环才给出正确的和；每个任务一份"
+           "副本时（就像 mpiexec 下每个 MPI rank 一份）它就出错"),
         tr("your tasks pass data through Python globals; simulated tasks may share only "
            "messages",
            "你的各个任务通过 Python 全局变量传递数据；模拟的任务之间只能通过消息共享数据"),
@@ -326,7 +350,9 @@ def _shared_globals(ex, p: int, kind: str) -> None:
 def check_ring_messages(ex) -> str:
     for p in RING_SIZES:
         verify_messages(run_ring(_ring_fns(ex, p), p, "float"), p)
-    return "2(p-1) messages from every member, for p = " + ", ".join(map(str, RING_SIZES))
+    sizes = ", ".join(map(str, RING_SIZES))
+    return tr(f"2(p-1) messages from every member, for p = {sizes}",
+              f"p = {sizes} 时，每个成员都发送 2(p-1) 条消息")
 
 
 def check_ring_time(ex) -> str:
@@ -334,8 +360,11 @@ def check_ring_time(ex) -> str:
     for p in RING_SIZES:
         detail = verify_time(run_ring(_ring_fns(ex, p), p, "float"), p)
         worst = max(worst, detail[0])
-    return (f"within {100 * worst:.2f}% of formulas.ring for p = "
-            f"{', '.join(map(str, RING_SIZES))} (p = {p}: {detail[1]})")
+    sizes = ", ".join(map(str, RING_SIZES))
+    return tr(f"within {100 * worst:.2f}% of formulas.ring for p = {sizes} (p = {p}: "
+              f"{detail[1]})",
+              f"p = {sizes} 时与 formulas.ring 相差不超过 {100 * worst:.2f}%（p = {p}："
+              f"{detail[1].zh}）")
 
 
 def draw_rings(mine, reference):
@@ -344,8 +373,9 @@ def draw_rings(mine, reference):
     for module in (mine, reference):
         result = run_ring([m.ring_all_reduce for m in task_copies(module, 4)], 4, "float")
         traces.append(result.trace)
-    return side_by_side(plot_timeline(traces[0], title="your ring_all_reduce"),
-                        plot_timeline(traces[1], title="the reference ring"))
+    return side_by_side(plot_timeline(traces[0], title=say("your ring_all_reduce",
+                                                           "你的 ring_all_reduce")),
+                        plot_timeline(traces[1], title=say("the reference ring", "参考答案的环")))
 
 
 PICTURES = {"ring_all_reduce": draw_rings}
@@ -404,7 +434,9 @@ def _bytes(n: int) -> str:
 def scenario_title(p, nbytes, system, tasks_per_machine) -> str:
     per = "1 task per machine" if tasks_per_machine == 1 else \
         f"{tasks_per_machine} tasks per machine"
-    return f"predict_fastest: {_bytes(nbytes)} on {p} tasks ({system}, {per})"
+    return tr(f"predict_fastest: {_bytes(nbytes)} on {p} tasks ({system}, {per})",
+              f"predict_fastest：{p} 个任务、{_bytes(nbytes)}（{system}，每台机器 "
+              f"{tasks_per_machine} 个任务）")
 
 
 @functools.lru_cache(maxsize=None)
@@ -429,16 +461,19 @@ def check_prediction(scenario, ex) -> str:
     p, nbytes, system, tasks_per_machine, hint, detail = scenario
     guess = ex.predict_fastest(p, nbytes, system, tasks_per_machine)
     if guess not in CANDIDATES:
-        raise CheckFailed(f"predict_fastest returned {guess!r}; expected one of "
-                          + ", ".join(repr(c) for c in CANDIDATES),
+        names = ", ".join(repr(c) for c in CANDIDATES)
+        raise CheckFailed(tr(f"predict_fastest returned {guess!r}; expected one of {names}",
+                             f"predict_fastest 返回了 {guess!r}；应为以下之一：{names}"),
                           tr("return one of the candidate names exactly as written",
                              "返回候选名称之一，拼写要完全一致"))
     times = measured_times(p, nbytes, system, tasks_per_machine)
     best = fastest(times)
     table = ", ".join(f"{a} {format_ns(times[a])}" for a in CANDIDATES)
     if guess in best:
-        return f"{guess}: {format_ns(times[guess])} simulated"
-    raise CheckFailed(f"you predicted {guess}, but the simulator measures {table}", hint, detail)
+        return tr(f"{guess}: {format_ns(times[guess])} simulated",
+                  f"{guess}：模拟 {format_ns(times[guess])}")
+    raise CheckFailed(tr(f"you predicted {guess}, but the simulator measures {table}",
+                         f"你预测的是 {guess}，但模拟器测得 {table}"), hint, detail)
 
 
 # -- the list that simdist check runs -----------------------------------------------------------

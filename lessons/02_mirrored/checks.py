@@ -1,3 +1,4 @@
+# long file: three exercises' checks, each message and hint in English and Chinese
 """Lesson 02, One machine, many devices: the checks that ``simdist check 02`` runs.
 
 The learner's ``split_batch`` is compared with TF's rule (``simdist.distribute.input_lib.split_global_batch``);
@@ -20,7 +21,9 @@ from simdist.training.data import classification
 from simdist.distribute import (CentralStorageStrategy, HierarchicalCopyAllReduce,
                                 MirroredStrategy, NcclAllReduce, OneDeviceStrategy, PerReplica,
                                 ReductionToOneDevice, Strategy)
+from course.lang import join
 from course.lessons import Check, CheckFailed, tr
+
 from simdist.training.models import make_model
 from simdist.hardware.units import format_bytes
 
@@ -44,11 +47,13 @@ def verify_split(split_batch) -> str:
     for b, n in SPLITS:
         x, y = _batch(b)
         parts = split_batch(x, y, n)
-        where = f"split_batch(x, y, {n}) with a global batch of {b}"
+        where = tr(f"split_batch(x, y, {n}) with a global batch of {b}",
+                   f"全局批次为 {b} 时的 split_batch(x, y, {n})")
         if not isinstance(parts, (list, tuple)) or len(parts) != n:
             got = len(parts) if isinstance(parts, (list, tuple)) else type(parts).__name__
-            raise CheckFailed(f"{where} returned {got} parts, expected a list of {n} "
-                              "(x_r, y_r) pairs",
+            raise CheckFailed(tr(f"{where} returned {got} parts, expected a list of {n} "
+                                 "(x_r, y_r) pairs",
+                                 f"{where.zh} 返回了 {got} 部分，应为 {n} 对 (x_r, y_r) 组成的列表"),
                               tr("return one (x_r, y_r) pair per replica, even when a replica "
                                  "gets no examples",
                                  "每个副本返回一对 (x_r, y_r)，即使某个副本没有分到样本"))
@@ -56,34 +61,44 @@ def verify_split(split_batch) -> str:
         sizes = []
         for r, part in enumerate(parts):
             if not (isinstance(part, (list, tuple)) and len(part) == 2):
-                raise CheckFailed(f"{where}: part {r} is {part!r:.60}, not an (x_r, y_r) pair",
+                raise CheckFailed(tr(f"{where}: part {r} is {part!r:.60}, not an (x_r, y_r) pair",
+                                     f"{where.zh}：第 {r} 部分是 {part!r:.60}，不是一对 (x_r, y_r)"),
                                   tr("each part is a pair of numpy arrays: (x[a:b], y[a:b])",
                                      "每一部分是一对 numpy 数组：(x[a:b], y[a:b])"))
             xr, yr = (np.asarray(v) for v in part)
             if len(xr) != len(yr):
-                raise CheckFailed(f"{where}: replica {r} got {len(xr)} inputs and {len(yr)} "
-                                  "targets", tr("cut x and y at the same places", "在相同的位置切分 x 和 y"))
+                raise CheckFailed(tr(f"{where}: replica {r} got {len(xr)} inputs and {len(yr)} "
+                                     "targets", f"{where.zh}：副本 {r} 拿到 {len(xr)} 个输入和 "
+                                     f"{len(yr)} 个目标"),
+                                  tr("cut x and y at the same places", "在相同的位置切分 x 和 y"))
             if xr.shape[1:] != x.shape[1:]:
-                raise CheckFailed(f"{where}: replica {r}'s x has shape {xr.shape}, expected "
-                                  f"(k, {x.shape[1]})",
+                raise CheckFailed(tr(f"{where}: replica {r}'s x has shape {xr.shape}, expected "
+                                     f"(k, {x.shape[1]})",
+                                     f"{where.zh}：副本 {r} 的 x 形状是 {xr.shape}，应为 "
+                                     f"(k, {x.shape[1]})"),
                                   tr("slice the examples (the first axis) only", "只沿样本维（第一个轴）切分"),
                                   tr("an empty replica batch is x[b:b], of shape (0, features)",
                                      "空的副本批次是 x[b:b]，形状为 (0, features)"))
             sizes.append(len(xr))
         if sizes != want:
-            raise CheckFailed(f"{where}: replica batch sizes {sizes}, but TensorFlow gives "
-                              f"{want}", *_split_hint(sizes, want, b, n))
+            raise CheckFailed(tr(f"{where}: replica batch sizes {sizes}, but TensorFlow gives "
+                                 f"{want}", f"{where.zh}：各副本批次大小是 {sizes}，但 "
+                                 f"TensorFlow 给出 {want}"), *_split_hint(sizes, want, b, n))
         got_x = np.concatenate([np.asarray(p[0]) for p in parts])
         got_y = np.concatenate([np.asarray(p[1]) for p in parts])
         if not (np.array_equal(got_x, x) and np.array_equal(got_y, y)):
-            raise CheckFailed(f"{where}: the sizes are right, but the replicas' examples, "
-                              "joined in replica order, are not the global batch in its order",
+            raise CheckFailed(tr(f"{where}: the sizes are right, but the replicas' examples, "
+                                 "joined in replica order, are not the global batch in its order",
+                                 f"{where.zh}：大小正确，但把各副本的样本按副本顺序拼起来，"
+                                 "不是按原顺序的全局批次"),
                               tr("each replica gets consecutive examples, in order",
                                  "每个副本按顺序拿到连续的样本"),
                               tr("replica r gets x[r*k:(r+1)*k] with k = ceil(B / N), and y cut "
                                  "the same way",
                                  "副本 r 拿到 x[r*k:(r+1)*k]，其中 k = ceil(B / N)，y 同样切分"))
-    return "TF's sizes for " + ", ".join(f"{b} over {n}" for b, n in SPLITS[:5]) + ", ..."
+    return tr("TF's sizes for " + ", ".join(f"{b} over {n}" for b, n in SPLITS[:5]) + ", ...",
+              "与 TF 的大小一致：" + "，".join(f"{b} 分给 {n}" for b, n in SPLITS[:5])
+              + "，……")
 
 
 def _split_hint(sizes, want, b, n) -> tuple:
@@ -198,8 +213,10 @@ def train(name, split, step):
                 lambda xr, yr, w, b=b: step(model, w, xr, yr, b), args=(xs, ys, variables))
             if not isinstance(grads, dict) or set(grads) != set(variables):
                 raise CheckFailed(
-                    f"replica_step returned gradients {_short(grads)}; expected a dict with "
-                    f"the weights' names {sorted(variables)}",
+                    tr(f"replica_step returned gradients {_short(grads)}; expected a dict with "
+                       f"the weights' names {sorted(variables)}",
+                       f"replica_step 返回的梯度是 {_short(grads)}；应为以权重名 "
+                       f"{sorted(variables)} 为键的 dict"),
                     tr("return (loss, grads) where grads = model.gradients(weights, x, y, scale)",
                        "返回 (loss, grads)，其中 grads = model.gradients(weights, x, y, scale)"))
             grads = yield from strategy.extended.batch_reduce_to(ReduceOp.SUM, grads)
@@ -291,8 +308,9 @@ def verify_float32(loss, grads, where: str) -> None:
     dtype = np.asarray(loss).dtype
     if dtype != np.float32:
         raise CheckFailed(
-            f"{where}: replica_step returned a loss of dtype {dtype}; the exercise asks for a "
-            "float32 scalar",
+            tr(f"{where}: replica_step returned a loss of dtype {dtype}; the exercise asks for "
+               "a float32 scalar",
+               f"{where.zh}：replica_step 返回的损失的 dtype 是 {dtype}；练习要求 float32 标量"),
             tr("the model's weights, gradients and losses are float32, as TF's are",
                "模型的权重、梯度和损失都是 float32，与 TF 一样"),
             tr("a Python float or a float64 division (e.g. np.sum(...) / b with b an int, "
@@ -303,8 +321,9 @@ def verify_float32(loss, grads, where: str) -> None:
     wide = sorted(k for k, g in grads.items() if np.asarray(g).dtype != np.float32)
     if wide:
         raise CheckFailed(
-            f"{where}: the gradients {wide} are {np.asarray(grads[wide[0]]).dtype}, not "
-            "float32",
+            tr(f"{where}: the gradients {wide} are {np.asarray(grads[wide[0]]).dtype}, not "
+               "float32",
+               f"{where.zh}：梯度 {wide} 是 {np.asarray(grads[wide[0]]).dtype}，不是 float32"),
             tr("keep the gradients float32, like the weights they update",
                "梯度要和它们所更新的权重一样保持 float32"),
             tr("pass scale as a float32 (np.float32(1) / np.float32(global_batch_size)) to "
@@ -321,21 +340,30 @@ def check_replica_step_alone(ex) -> str:
     loss, grads = ex.replica_step(model, w, x, y, len(x))
     want_loss, want_grads = reference_step(model, w, x, y, len(x))
     if not isinstance(grads, dict) or set(grads) != set(want_grads):
-        raise CheckFailed(f"replica_step returned gradients {_short(grads)}; expected a dict "
-                          f"with the weights' names {sorted(want_grads)}",
+        raise CheckFailed(tr(f"replica_step returned gradients {_short(grads)}; expected a "
+                             f"dict with the weights' names {sorted(want_grads)}",
+                             f"replica_step 返回的梯度是 {_short(grads)}；应为以权重名 "
+                             f"{sorted(want_grads)} 为键的 dict"),
                           tr("return (loss, grads) with grads = model.gradients(weights, x, y, "
                              "scale)", "返回 (loss, grads)，其中 grads = model.gradients(weights, x, y, scale)"))
     if not np.isclose(float(np.asarray(loss)), float(want_loss), rtol=1e-5):
-        raise CheckFailed(f"one replica with the whole batch of {len(x)}: loss "
-                          f"{float(np.asarray(loss)):.6f}, but the mean loss is "
-                          f"{float(want_loss):.6f}", *diagnose_step(ex.replica_step))
+        raise CheckFailed(tr(f"one replica with the whole batch of {len(x)}: loss "
+                             f"{float(np.asarray(loss)):.6f}, but the mean loss is "
+                             f"{float(want_loss):.6f}",
+                             f"一个副本处理整个批次（{len(x)} 个样本）：损失为 "
+                             f"{float(np.asarray(loss)):.6f}，但平均损失是 {float(want_loss):.6f}"),
+                          *diagnose_step(ex.replica_step))
     for k, g in want_grads.items():
         if np.shape(grads[k]) != g.shape or not _close(grads[k], g):
-            raise CheckFailed(f"one replica with the whole batch of {len(x)}: gradient "
-                              f"{k!r} differs from the gradient of the mean loss",
+            raise CheckFailed(tr(f"one replica with the whole batch of {len(x)}: gradient "
+                                 f"{k!r} differs from the gradient of the mean loss",
+                                 f"一个副本处理整个批次（{len(x)} 个样本）：梯度 {k!r} 与平均损失"
+                                 "的梯度不同"),
                               *diagnose_step(ex.replica_step))
-    verify_float32(loss, grads, f"one replica with the whole batch of {len(x)}")
-    return f"loss {float(loss):.6f} and gradients of the mean (float32), on one replica"
+    verify_float32(loss, grads, tr(f"one replica with the whole batch of {len(x)}",
+                                   f"一个副本处理整个批次（{len(x)} 个样本）"))
+    return tr(f"loss {float(loss):.6f} and gradients of the mean (float32), on one replica",
+              f"一个副本上：损失 {float(loss):.6f}，梯度是平均损失的梯度（float32）")
 
 
 def check_training(ex) -> str:
@@ -344,8 +372,10 @@ def check_training(ex) -> str:
     try:
         verify_split(ex.split_batch)
     except CheckFailed as failed:
-        raise CheckFailed("this check feeds the replicas with your split_batch, which is not "
-                          f"right yet: {failed.message}", failed.hint, failed.detail) from None
+        raise CheckFailed(join(tr("this check feeds the replicas with your split_batch, which "
+                                  "is not right yet: ",
+                                  "这项检查用你的 split_batch 给各副本分数据，而它还不正确："),
+                               failed.message), failed.hint, failed.detail) from None
     want_losses, want_weights, _ = reference_run()
     for name in STRATEGIES:
         if name == "default strategy":
@@ -354,30 +384,42 @@ def check_training(ex) -> str:
             losses, weights, copies = train(name, ex.split_batch, guarded(ex.replica_step))
         except StepError as failed:
             raise CheckFailed(
-                f"{name}: your replica_step raised {failed} on a replica batch of "
-                f"{failed.size} example(s) (global batch {failed.global_batch})",
+                tr(f"{name}: your replica_step raised {failed} on a replica batch of "
+                   f"{failed.size} example(s) (global batch {failed.global_batch})",
+                   f"{name}：你的 replica_step 在 {failed.size} 个样本的副本批次上（全局批次 "
+                   f"{failed.global_batch}）抛出了 {failed}"),
                 *(diagnose_step(ex.replica_step) if failed.size == 0 else
                   (tr("fix the error, then run the check again", "修正这个错误，然后再运行检查"), ""))
                 ) from None
         for k, copy_list in copies.items():
             if any(not np.array_equal(c, copy_list[0]) for c in copy_list):
-                raise CheckFailed(f"{name}: the copies of variable {k!r} differ between "
-                                  "replicas", tr("every replica must get the same all-reduced gradient",
-                                                 "每个副本必须得到同一个 all-reduce 之后的梯度"),
-                                  tr("return the gradients from replica_step unchanged: do not apply them "
-                                     "yourself", "replica_step 原样返回梯度，不要自己去应用它们"))
+                raise CheckFailed(tr(f"{name}: the copies of variable {k!r} differ between "
+                                     "replicas", f"{name}：变量 {k!r} 的各副本之间不一致"),
+                                  tr("every replica must get the same all-reduced gradient",
+                                     "每个副本必须得到同一个 all-reduce 之后的梯度"),
+                                  tr("return the gradients from replica_step unchanged: do not "
+                                     "apply them yourself",
+                                     "replica_step 原样返回梯度，不要自己去应用它们"))
+
         diff = max(float(np.max(np.abs(weights[k] - want_weights[k]))) for k in want_weights)
         bad_loss = next((i for i, (a, b) in enumerate(zip(losses, want_losses))
                          if not np.isclose(a, b, rtol=1e-4, atol=1e-6)), None)
         if not diff <= TOLERANCE or bad_loss is not None:  # NaN weights fail too
-            detail = (f"step {bad_loss} (global batch {BATCH_SIZES[bad_loss]}) reports loss "
-                      f"{losses[bad_loss]:.6f}, one device {want_losses[bad_loss]:.6f}; "
+            detail = (tr(f"step {bad_loss} (global batch {BATCH_SIZES[bad_loss]}) reports loss "
+                         f"{losses[bad_loss]:.6f}, one device {want_losses[bad_loss]:.6f}; ",
+                         f"第 {bad_loss} 步（全局批次 {BATCH_SIZES[bad_loss]}）报告的损失是 "
+                         f"{losses[bad_loss]:.6f}，单设备是 {want_losses[bad_loss]:.6f}；")
                       if bad_loss is not None else "")
-            raise CheckFailed(f"{name}: {detail}after {len(BATCH_SIZES)} steps the weights "
-                              f"differ from the default strategy's by up to {diff:.3g} "
-                              f"(tolerance {TOLERANCE:g})", *diagnose_step(ex.replica_step))
-    return (f"OneDevice, Mirrored with 1-4 replicas and CentralStorage end within "
-            f"{TOLERANCE:g} of one device, global batches {', '.join(map(str, BATCH_SIZES))}")
+            raise CheckFailed(join(f"{name}: ", detail, tr(
+                f"after {len(BATCH_SIZES)} steps the weights differ from the default "
+                f"strategy's by up to {diff:.3g} (tolerance {TOLERANCE:g})",
+                f"{len(BATCH_SIZES)} 步之后，权重与默认策略的相差最多 {diff:.3g}（容差 "
+                f"{TOLERANCE:g}）")), *diagnose_step(ex.replica_step))
+    batches = ", ".join(map(str, BATCH_SIZES))
+    return tr(f"OneDevice, Mirrored with 1-4 replicas and CentralStorage end within "
+              f"{TOLERANCE:g} of one device, global batches {batches}",
+              f"OneDevice、1-4 个副本的 Mirrored 和 CentralStorage 的结果与单设备相差不超过 "
+              f"{TOLERANCE:g}，全局批次 {batches}")
 
 
 # -- exercise 3: predict_step_bytes -------------------------------------------------------------
@@ -456,7 +498,8 @@ def measure_step_bytes(strategy: str, replicas: int, nbytes: int = NBYTES) -> tu
 
 
 def scenario_title(strategy, replicas) -> str:
-    return f"predict_step_bytes: {strategy} on {replicas} GPU{'s' * (replicas > 1)}"
+    return tr(f"predict_step_bytes: {strategy} on {replicas} GPU{'s' * (replicas > 1)}",
+              f"predict_step_bytes：{replicas} 块 GPU 上的 {strategy}")
 
 
 def _near(got, want) -> bool:
@@ -467,22 +510,31 @@ def check_bytes(scenario, ex) -> str:
     strategy, replicas, hint, detail = scenario
     answer = ex.predict_step_bytes(strategy, replicas, NBYTES)
     if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
-        raise CheckFailed(f"predict_step_bytes returned {_short(answer)}; expected a pair "
-                          "(total bytes, bytes sent by the busiest device)",
+        raise CheckFailed(tr(f"predict_step_bytes returned {_short(answer)}; expected a pair "
+                             "(total bytes, bytes sent by the busiest device)",
+                             f"predict_step_bytes 返回了 {_short(answer)}；应为一对数（总字节数，"
+                             "发送最多的设备发送的字节数）"),
                           tr("return two numbers: return total, busiest",
                              "返回两个数：return total, busiest"))
     total, busiest = (float(v) for v in answer)
     want_total, want_busiest = measure_step_bytes(strategy, replicas)
-    case = f"{strategy}, {replicas} replica(s), gradient of {format_bytes(NBYTES)}"
-    measured = (f"the simulator measures {format_bytes(want_total)} in total and "
-                f"{format_bytes(want_busiest)} from the busiest sender")
+    case = tr(f"{strategy}, {replicas} replica(s), gradient of {format_bytes(NBYTES)}",
+              f"{strategy}，{replicas} 个副本，梯度 {format_bytes(NBYTES)}")
+    measured = tr(f"the simulator measures {format_bytes(want_total)} in total and "
+                  f"{format_bytes(want_busiest)} from the busiest sender",
+                  f"模拟器测得总共 {format_bytes(want_total)}，发送最多者发送 "
+                  f"{format_bytes(want_busiest)}")
     if not _near(total, want_total) or not _near(busiest, want_busiest):
         wrong = [w for w, ok in (("total", _near(total, want_total)),
                                  ("busiest", _near(busiest, want_busiest))) if not ok]
-        raise CheckFailed(f"{case}: you predicted {total:,.0f} B in total and {busiest:,.0f} B "
-                          f"from the busiest sender ({' and '.join(wrong)} off); {measured}",
-                                            hint, detail)
-    return f"{format_bytes(want_total)} in total, {format_bytes(want_busiest)} busiest"
+        wrong_zh = "和".join({"total": "总数", "busiest": "最多者"}[w] for w in wrong)
+        raise CheckFailed(tr(f"{case}: you predicted {total:,.0f} B in total and "
+                             f"{busiest:,.0f} B from the busiest sender "
+                             f"({' and '.join(wrong)} off); {measured}",
+                             f"{case.zh}：你预测总共 {total:,.0f} B、发送最多者 {busiest:,.0f} B"
+                             f"（{wrong_zh}不对）；{measured.zh}"), hint, detail)
+    return tr(f"{format_bytes(want_total)} in total, {format_bytes(want_busiest)} busiest",
+              f"总共 {format_bytes(want_total)}，最多者 {format_bytes(want_busiest)}")
 
 
 # -- the list that simdist check runs -----------------------------------------------------------

@@ -1,3 +1,4 @@
+# long file: three exercises' checks, each message and hint in English and Chinese
 """Lesson 03, Many machines: the checks that ``simdist check 03`` runs.
 
 The learner's TF_CONFIGs are parsed with ``simdist.hardware.tf_config.TFConfig`` (TF's rules: a
@@ -66,53 +67,63 @@ def verify_configs(tf_configs, addresses) -> list:
     """Every TF_CONFIG parses, names the same cluster, and worker i says it is worker i."""
     configs = tf_configs(list(addresses))
     n = len(addresses)
-    where = f"tf_configs({n} addresses)"
+    where = tr(f"tf_configs({n} addresses)", f"tf_configs（{n} 个地址）")
     if not isinstance(configs, (list, tuple)) or len(configs) != n:
         got = f"{len(configs)} items" if isinstance(configs, (list, tuple)) else _short(configs)
-        raise CheckFailed(f"{where} returned {got}; expected a list of {n} JSON strings, one per "
-                          "worker", tr("return [tf_config_of_worker_0, tf_config_of_worker_1, "
-                                       "...]", "返回 [工作器 0 的 TF_CONFIG, 工作器 1 的 "
-                                               "TF_CONFIG, ...]"))
+        raise CheckFailed(tr(f"{where} returned {got}; expected a list of {n} JSON strings, one "
+                             "per worker", f"{where.zh} 返回了 {got}；应为 {n} 个 JSON 字符串组成"
+                             "的列表，每个工作器一个"),
+                          tr("return [tf_config_of_worker_0, tf_config_of_worker_1, "
+                             "...]", "返回 [工作器 0 的 TF_CONFIG, 工作器 1 的 "
+                             "TF_CONFIG, ...]"))
     parsed = []
     for i, text in enumerate(configs):
         if not isinstance(text, str):
             hint = (tr("TF_CONFIG is an environment variable, so a string",
                        "TF_CONFIG 是环境变量，所以是字符串")
                     if isinstance(text, dict) else tr("return JSON strings", "返回 JSON 字符串"))
-            raise CheckFailed(f"{where}: item {i} is {_short(text)}, not a JSON string", hint,
+            raise CheckFailed(tr(f"{where}: item {i} is {_short(text)}, not a JSON string",
+                                 f"{where.zh}：第 {i} 项是 {_short(text)}，不是 JSON 字符串"), hint,
                               tr("json.dumps(your_dict)", "json.dumps(你的字典)"))
         try:
             config = TFConfig.from_json(as_tf_reads_it(text))
         except InvalidArgumentError as error:
-            raise CheckFailed(f"{where}: worker {i}'s TF_CONFIG {_short(text)} is rejected: "
-                              f"{error}", *_parse_hint(text)) from None
+            raise CheckFailed(tr(f"{where}: worker {i}'s TF_CONFIG {_short(text)} is rejected: "
+                                 f"{error}", f"{where.zh}：工作器 {i} 的 TF_CONFIG {_short(text)} "
+                                 f"被拒绝：{error}"), *_parse_hint(text)) from None
         parsed.append(config)
     want = ClusterSpec({"worker": list(addresses)})
     for i, config in enumerate(parsed):
         if config.cluster != want:
             raise CheckFailed(
-                f"{where}: worker {i}'s TF_CONFIG describes the cluster "
-                f"{config.cluster.as_dict()}, expected {want.as_dict()}",
+                tr(f"{where}: worker {i}'s TF_CONFIG describes the cluster "
+                   f"{config.cluster.as_dict()}, expected {want.as_dict()}",
+                   f"{where.zh}：工作器 {i} 的 TF_CONFIG 描述的集群是 {config.cluster.as_dict()}，"
+                   f"应为 {want.as_dict()}"),
                 tr("the \"cluster\" is the same on every task", "每个任务的 \"cluster\" 都相同"),
                 tr("every worker's address, worker 0 first, in the order given (do not leave out "
                    "the task itself or reorder)",
                    "列出每个工作器的地址，工作器 0 在前，按给定顺序（不要漏掉任务自己，也不要重排）"))
         if config.task_type is None:
-            raise CheckFailed(f"{where}: worker {i}'s TF_CONFIG has no \"task\"",
+            raise CheckFailed(tr(f"{where}: worker {i}'s TF_CONFIG has no \"task\"",
+                                 f"{where.zh}：工作器 {i} 的 TF_CONFIG 没有 \"task\""),
                               tr("each TF_CONFIG also says which task this process is",
                                  "每个 TF_CONFIG 还要说明本进程是哪个任务"),
                               tr("add \"task\": {\"type\": \"worker\", \"index\": i}",
                                  "加上 \"task\": {\"type\": \"worker\", \"index\": i}"))
         if (config.task_type, config.task_id) != ("worker", i):
             raise CheckFailed(
-                f"{where}: item {i} (the TF_CONFIG of worker {i}) says it is task "
-                f"{config.task_type}:{config.task_id}",
+                tr(f"{where}: item {i} (the TF_CONFIG of worker {i}) says it is task "
+                   f"{config.task_type}:{config.task_id}",
+                   f"{where.zh}：第 {i} 项（工作器 {i} 的 TF_CONFIG）说它是任务 "
+                   f"{config.task_type}:{config.task_id}"),
                 tr("only the \"task\" differs between the tasks", "各任务之间只有 \"task\" 不同"),
                 tr("item i must say {\"type\": \"worker\", \"index\": i}",
                    "第 i 项必须是 {\"type\": \"worker\", \"index\": i}"))
     chiefs = [i for i, config in enumerate(parsed) if config.is_chief]
     if chiefs != [0]:  # cannot happen when the checks above pass; kept as the rule's statement
-        raise CheckFailed(f"{where}: the chiefs are {chiefs}",
+        raise CheckFailed(tr(f"{where}: the chiefs are {chiefs}",
+                             f"{where.zh}：主工作器是 {chiefs}"),
                           tr("worker 0 is the chief", "工作器 0 是主工作器（chief）"))
     return parsed
 
@@ -135,8 +146,10 @@ def _parse_hint(text: str) -> tuple:
 def check_configs(ex) -> str:
     for addresses in CLUSTERS:
         verify_configs(ex.tf_configs, addresses)
-    return (f"{', '.join(str(len(c)) for c in CLUSTERS)}-worker clusters: one cluster, "
-            "worker i is task worker:i, worker 0 is the chief")
+    sizes = ", ".join(str(len(c)) for c in CLUSTERS)
+    return tr(f"{sizes}-worker clusters: one cluster, worker i is task worker:i, worker 0 is "
+              "the chief",
+              f"{sizes} 个工作器的集群：集群相同，第 i 个工作器是任务 worker:i，工作器 0 是主工作器")
 
 
 # the training run: three workers, each creating the strategy from its own TF_CONFIG
@@ -212,14 +225,17 @@ def verify_training(result, n: int) -> str:
         losses, weights = result.returns[f"worker:{w}"]
         diff = max(float(np.max(np.abs(weights[k] - want_weights[k]))) for k in want_weights)
         if not diff <= TOLERANCE or not np.allclose(losses, want_losses, rtol=1e-4):
-            raise CheckFailed(f"worker {w} ends {diff:.3g} away from one device's weights "
-                              f"(tolerance {TOLERANCE:g})",
+            raise CheckFailed(tr(f"worker {w} ends {diff:.3g} away from one device's weights "
+                                 f"(tolerance {TOLERANCE:g})",
+                                 f"工作器 {w} 最终的权重与单设备的相差 {diff:.3g}（容差 "
+                                 f"{TOLERANCE:g}）"),
                               tr("the strategy trains correctly with TF_CONFIGs that match the cluster",
                                  "只要 TF_CONFIG 与集群一致，策略就能正确训练"),
                               tr("compare yours with simdist.hardware.cluster.tf_config_for_all_tasks",
                                  "把你的结果与 simdist.hardware.cluster.tf_config_for_all_tasks 比较"))
         worst = max(worst, diff)
-    return f"{n} workers end within {worst:.1e} of one device's weights"
+    return tr(f"{n} workers end within {worst:.1e} of one device's weights",
+              f"{n} 个工作器最终的权重与单设备的相差不超过 {worst:.1e}")
 
 
 def run_training_check(tf_configs, addresses=ADDRESSES, transport=None):
@@ -229,15 +245,19 @@ def run_training_check(tf_configs, addresses=ADDRESSES, transport=None):
     if isinstance(configs, (list, tuple)):  # as TF reads them: "index": "1" is task 1
         configs = [as_tf_reads_it(c) if isinstance(c, str) else c for c in configs]
     if not (isinstance(configs, (list, tuple)) and len(configs) == len(addresses)):
-        raise CheckFailed(f"tf_configs({len(addresses)} addresses) returned {_short(configs)}; "
-                          f"expected a list of {len(addresses)} JSON strings, one per worker",
+        raise CheckFailed(tr(f"tf_configs({len(addresses)} addresses) returned "
+                             f"{_short(configs)}; expected a list of {len(addresses)} JSON "
+                             "strings, one per worker",
+                             f"tf_configs（{len(addresses)} 个地址）返回了 {_short(configs)}；"
+                             f"应为 {len(addresses)} 个 JSON 字符串组成的列表，每个工作器一个"),
                           tr("return [tf_config_of_worker_0, tf_config_of_worker_1, ...]",
                              "返回 [工作器 0 的 TF_CONFIG, 工作器 1 的 TF_CONFIG, ...]"))
     try:
         return train_workers(configs, addresses, transport)
     except InvalidArgumentError as error:
         text = next((c for c in configs if isinstance(c, str)), "")
-        raise CheckFailed(f"MultiWorkerMirroredStrategy refused a TF_CONFIG: {error}",
+        raise CheckFailed(tr(f"MultiWorkerMirroredStrategy refused a TF_CONFIG: {error}",
+                             f"MultiWorkerMirroredStrategy 拒绝了一个 TF_CONFIG：{error}"),
                           tr("each worker must get its own TF_CONFIG, with the same "
                              "\"cluster\" as every other worker and its own \"task\"",
                              "每个工作器都要有自己的 TF_CONFIG：\"cluster\" 与其他工作器相同，"
@@ -291,7 +311,8 @@ def check_chief(ex) -> str:
     for cluster, task_type, index in CHIEF_CASES:
         text = json.dumps({"cluster": cluster, "task": {"type": task_type, "index": index}})
         jobs = ", ".join(f"{job} x{len(tasks)}" for job, tasks in cluster.items())
-        where = f"task {task_type}:{index!r} of a cluster with {jobs}"
+        where = tr(f"task {task_type}:{index!r} of a cluster with {jobs}",
+                   f"集群 {jobs} 中的任务 {task_type}:{index!r}")
         try:
             want = tf_is_chief(cluster, task_type, index)
         except ValueError:
@@ -303,21 +324,30 @@ def check_chief(ex) -> str:
         if want is ValueError or got is ValueError:
             if got is not want:
                 said = "raised ValueError" if got is ValueError else f"said {got!r}"
+                said_zh = "抛出了 ValueError" if got is ValueError else f"回答 {got!r}"
                 raise CheckFailed(
-                    f"{where}: you {said}, but tf.distribute "
-                    + ("refuses this cluster (ValueError)" if want is ValueError else
-                       f"says {want}"),
+                    tr(f"{where}: you {said}, but tf.distribute "
+                       + ("refuses this cluster (ValueError)" if want is ValueError else
+                          f"says {want}"),
+                       f"{where.zh}：你{said_zh}，但 tf.distribute "
+                       + ("拒绝这个集群（ValueError）" if want is ValueError else
+                          f"回答 {want}")),
                     *_chief_hint(cluster, task_type, index, want))
             continue
         if not isinstance(got, (bool, np.bool_)):
-            raise CheckFailed(f"is_chief returned {_short(got)}; expected True or False",
+            raise CheckFailed(tr(f"is_chief returned {_short(got)}; expected True or False",
+                                 f"is_chief 返回了 {_short(got)}；应为 True 或 False"),
                               tr("return a bool", "返回布尔值"))
         if bool(got) != want:
-            raise CheckFailed(f"{where}: you said {bool(got)}, but it is "
-                              f"{'' if want else 'not '}the chief",
+            raise CheckFailed(tr(f"{where}: you said {bool(got)}, but it is "
+                                 f"{'' if want else 'not '}the chief",
+                                 f"{where.zh}：你回答 {bool(got)}，但它"
+                                 f"{'是' if want else '不是'}主工作器"),
                               *_chief_hint(cluster, task_type, index, want))
-    return (f"{len(CHIEF_CASES)} tasks of 8 clusters: chief job, worker 0, evaluator, string "
-            "indices, and a refused \"master\"")
+    return tr(f"{len(CHIEF_CASES)} tasks of 8 clusters: chief job, worker 0, evaluator, string "
+              "indices, and a refused \"master\"",
+              f"8 个集群中的 {len(CHIEF_CASES)} 个任务：chief 作业、工作器 0、evaluator、字符串下标，"
+              "以及被拒绝的 \"master\"")
 
 
 def _chief_hint(cluster, task_type, index, want) -> tuple:
@@ -449,16 +479,21 @@ def _verify_prediction(ex, workers, system, model_options, global_batch) -> int:
     model = Exercise(**model_options).build()[0]
     guess = ex.predict_step_ns(workers, hw, model, global_batch)
     if isinstance(guess, bool) or not isinstance(guess, (int, float, np.number)):
-        raise CheckFailed(f"predict_step_ns returned {_short(guess)}; expected a number of "
-                          "ns", tr("return the step time in ns (an int or a float)",
+        raise CheckFailed(tr(f"predict_step_ns returned {_short(guess)}; expected a number of "
+                             "ns", f"predict_step_ns 返回了 {_short(guess)}；应为以 ns 为单位的数"),
+                          tr("return the step time in ns (an int or a float)",
                                    "返回以 ns 为单位的步时间（int 或 float）"))
     want = simulated_step_ns(workers, system, global_batch, tuple(sorted(model_options.items())))
     if not abs(guess - want) <= TIE * want:
         raise CheckFailed(
-            f"{workers} worker(s) on {NETWORKS[system]} ({hw.network.name}: a = "
-            f"{format_ns(hw.network.latency_ns)}, B = {hw.network.bandwidth / 1e9:g} GB/s), "
-            f"global batch {global_batch}, {model.num_params:,} parameters: you predicted "
-            f"{format_ns(round(guess))}, the simulator measures {format_ns(want)} per step",
+            tr(f"{workers} worker(s) on {NETWORKS[system]} ({hw.network.name}: a = "
+               f"{format_ns(hw.network.latency_ns)}, B = {hw.network.bandwidth / 1e9:g} GB/s), "
+               f"global batch {global_batch}, {model.num_params:,} parameters: you predicted "
+               f"{format_ns(round(guess))}, the simulator measures {format_ns(want)} per step",
+               f"{NETWORKS[system]} 上的 {workers} 个工作器（{hw.network.name}：a = "
+               f"{format_ns(hw.network.latency_ns)}，B = {hw.network.bandwidth / 1e9:g} GB/s），"
+               f"全局批次 {global_batch}，{model.num_params:,} 个参数：你预测 "
+               f"{format_ns(round(guess))}，模拟器测得每步 {format_ns(want)}"),
             *_predict_hint(guess, workers, hw, model, global_batch))
     return want
 
@@ -466,7 +501,8 @@ def _verify_prediction(ex, workers, system, model_options, global_batch) -> int:
 def check_prediction(system, ex) -> str:
     rows = [_verify_prediction(ex, w, system, MODEL, GLOBAL_BATCH) for w in WORKERS]
     speedups = ", ".join(f"{w}: {rows[0] / t:.2f}x" for w, t in zip(WORKERS, rows))
-    return f"within {TIE:.0%} for 1-4 workers; speed-up {speedups}"
+    return tr(f"within {TIE:.0%} for 1-4 workers; speed-up {speedups}",
+              f"1-4 个工作器都在 {TIE:.0%} 以内；加速比 {speedups}")
 
 
 #: a batch that does not split evenly and a model whose compute shows it: 6 examples over 4
@@ -478,7 +514,9 @@ UNEVEN = {"workers": 4, "system": "cpu-100gbe", "global_batch": 6,
 def check_uneven(ex) -> str:
     want = _verify_prediction(ex, UNEVEN["workers"], UNEVEN["system"], UNEVEN["model"],
                               UNEVEN["global_batch"])
-    return f"global batch 6 over 4 workers: {format_ns(want)}, within {TIE:.0%}"
+    return tr(f"global batch 6 over 4 workers: {format_ns(want)}, within {TIE:.0%}",
+              f"全局批次 6 分给 4 个工作器：{format_ns(want)}，在 {TIE:.0%} 以内")
+
 
 
 # -- the list that simdist check runs -----------------------------------------------------------

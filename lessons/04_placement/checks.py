@@ -55,7 +55,8 @@ def quiz_placement() -> dict:
 def _split_graph(module, variable_device, compute_device):
     fn = module.split_devices(variable_device, compute_device)
     if not callable(fn):
-        raise CheckFailed(f"split_devices returned {fn!r}, not a function",
+        raise CheckFailed(tr(f"split_devices returned {fn!r}, not a function",
+                             f"split_devices 返回了 {fn!r}，不是函数"),
                           tr("return a function that takes an op and returns a device string",
                              "返回一个函数：参数是 op，返回设备字符串"),
                           tr("def device_fn(op): ...; return device_fn",
@@ -75,7 +76,8 @@ def _split_graph(module, variable_device, compute_device):
 def check_variables_half(module):
     where, _ = _split_graph(module, "/cpu:0", "/gpu:0")
     if where["w"] != LOCAL + "CPU:0":
-        raise CheckFailed(f"variable w was placed on {where['w']}, expected {LOCAL}CPU:0",
+        raise CheckFailed(tr(f"variable w was placed on {where['w']}, expected {LOCAL}CPU:0",
+                             f"变量 w 被放在 {where['w']}，应为 {LOCAL}CPU:0"),
                           tr("the function sees every op: tell the variables by their op type",
                              "这个函数会看到每一个 op：按 op 的类型认出变量"),
                           tr("return variable_device when op.type is 'VariableV2' or 'VarHandleOp'",
@@ -83,25 +85,31 @@ def check_variables_half(module):
     fake = SimpleNamespace(type="VarHandleOp", name="r", device="")
     got = module.split_devices("/cpu:0", "/gpu:0")(fake)
     if got != "/cpu:0":
-        raise CheckFailed(f"a resource variable (op type VarHandleOp) got {got!r}, expected "
-                          "'/cpu:0'", tr("real TF 2 makes resource variables", "真实的 TF 2 创建的是资源变量"),
+        raise CheckFailed(tr(f"a resource variable (op type VarHandleOp) got {got!r}, expected "
+                             "'/cpu:0'", f"资源变量（op 类型 VarHandleOp）得到 {got!r}，应为 "
+                             "'/cpu:0'"),
+                          tr("real TF 2 makes resource variables", "真实的 TF 2 创建的是资源变量"),
                           tr("their op type is VarHandleOp, not VariableV2: accept both",
                              "它们的 op 类型是 VarHandleOp 而不是 VariableV2：两种都要认"))
-    return "variables go to the CPU (VariableV2 and VarHandleOp)"
+    return tr("variables go to the CPU (VariableV2 and VarHandleOp)",
+              "变量放到 CPU 上（VariableV2 和 VarHandleOp）")
 
 
 def check_compute_half(module):
     where, value = _split_graph(module, "/cpu:0", "/gpu:0")
     wrong = {n: where[n] for n in ("x", "y") if where[n] != LOCAL + "GPU:0"}
     if wrong:
-        raise CheckFailed(f"ops {wrong} should be on {LOCAL}GPU:0",
+        raise CheckFailed(tr(f"ops {wrong} should be on {LOCAL}GPU:0",
+                             f"op {wrong} 应当放在 {LOCAL}GPU:0"),
                           tr("every op that is not a variable goes to compute_device",
                              "不是变量的 op 都放到 compute_device"))
     if not np.allclose(value, 4.0):
-        raise CheckFailed(f"y = x @ w gave {value.tolist()}, expected 4.0 everywhere",
+        raise CheckFailed(tr(f"y = x @ w gave {value.tolist()}, expected 4.0 everywhere",
+                             f"y = x @ w 得到 {value.tolist()}，应处处为 4.0"),
                           tr("the device function must not change what the ops compute",
                              "设备函数不能改变 op 的计算结果"))
-    return "the other ops go to the GPU, and the values are right"
+    return tr("the other ops go to the GPU, and the values are right",
+              "其他 op 放到 GPU 上，数值正确")
 
 
 # -- exercise 2 ------------------------------------------------------------------------------
@@ -110,18 +118,21 @@ def check_compute_half(module):
 def check_prediction(module):
     predicted = module.predict_placement()
     if not isinstance(predicted, dict):
-        raise CheckFailed(f"predict_placement returned {predicted!r}, expected a dict",
+        raise CheckFailed(tr(f"predict_placement returned {predicted!r}, expected a dict",
+                             f"predict_placement 返回了 {predicted!r}，应为 dict"),
                           tr("return {op name: full device name}", "返回 {op 名称: 完整设备名}"))
     actual = quiz_placement()
     missing = [n for n in QUIZ_OPS if n not in predicted]
     if missing:
-        raise CheckFailed(f"no prediction for {missing}",
+        raise CheckFailed(tr(f"no prediction for {missing}", f"没有对 {missing} 的预测"),
                           tr("predict every op of QUIZ_OPS", "为 QUIZ_OPS 中的每个 op 给出预测"))
     wrong = {n: (predicted[n], actual[n]) for n in QUIZ_OPS if predicted[n] != actual[n]}
     if wrong:
         lines = [f"{n}: you said {p}, the placer chose {a}" for n, (p, a) in wrong.items()]
-        raise CheckFailed("\n".join(lines), *_quiz_hint(wrong))
-    return f"all {len(QUIZ_OPS)} predictions match the placer"
+        lines_zh = [f"{n}：你说 {p}，放置器选择了 {a}" for n, (p, a) in wrong.items()]
+        raise CheckFailed(tr("\n".join(lines), "\n".join(lines_zh)), *_quiz_hint(wrong))
+    return tr(f"all {len(QUIZ_OPS)} predictions match the placer",
+              f"全部 {len(QUIZ_OPS)} 个预测都与放置器一致")
 
 
 def _quiz_hint(wrong: dict) -> tuple:
@@ -163,26 +174,31 @@ def check_ordering(module):
         p, q, big = module.ordered_sum(sim, x)
     controls = {c.name for c in big.op.control_inputs}
     if not {p.op.name, q.op.name} <= controls:
-        raise CheckFailed(f"big's control inputs are {sorted(controls)}: expected p and q",
+        raise CheckFailed(tr(f"big's control inputs are {sorted(controls)}: expected p and q",
+                             f"big 的控制输入是 {sorted(controls)}：应为 p 和 q"),
                           tr("an order without a data edge is a control dependency",
                              "没有数据边的先后顺序就是控制依赖"),
                           tr("create big inside `with tf.control_dependencies([p, q]):`",
                              "在 `with tf.control_dependencies([p, q]):` 之内创建 big"))
     if {t.op for t in big.op.inputs} & {p.op, q.op}:
-        raise CheckFailed("big uses the value of p or q",
+        raise CheckFailed(tr("big uses the value of p or q", "big 用到了 p 或 q 的值"),
                           tr("big must stay x @ x", "big 必须仍然是 x @ x"))
     with sim.Session(graph=graph) as sess:
         pv, qv, bv = sess.run([p, q, big])
         spans = {s.name: s for s in sess.last_trace.spans}
     if not (np.isclose(pv, xa.sum()) and np.isclose(qv, xa.mean()) and np.allclose(bv, xa @ xa)):
-        raise CheckFailed("wrong values: expected p = sum(x), q = mean(x), big = x @ x",
+        raise CheckFailed(tr("wrong values: expected p = sum(x), q = mean(x), big = x @ x",
+                             "数值不对：应为 p = sum(x)，q = mean(x)，big = x @ x"),
                           tr("reduce_sum, reduce_mean and matmul of x", "对 x 做 reduce_sum、reduce_mean 和 matmul"))
     first = max(spans[p.op.name].end, spans[q.op.name].end)
     if spans[big.op.name].start < first:
-        raise CheckFailed(f"big started at {spans[big.op.name].start} ns, before p and q "
-                          f"finished ({first} ns)",
+        raise CheckFailed(tr(f"big started at {spans[big.op.name].start} ns, before p and q "
+                             f"finished ({first} ns)",
+                             f"big 在 {spans[big.op.name].start} ns 开始，早于 p 和 q 结束"
+                             f"（{first} ns）"),
                           tr("big must wait for p and q", "big 必须等待 p 和 q"))
-    return f"big starts at {spans[big.op.name].start} ns, after p and q"
+    return tr(f"big starts at {spans[big.op.name].start} ns, after p and q",
+              f"big 在 {spans[big.op.name].start} ns 开始，在 p 和 q 之后")
 
 
 # -- exercise 4 ------------------------------------------------------------------------------
@@ -204,8 +220,10 @@ def _plan_hint_cap(name) -> tuple:
 def check_gpu_plan(module):
     plan = module.gpu_plan(sim)
     if not isinstance(plan, dict) or set(plan) != set(GPU_NEEDS):
-        raise CheckFailed(f"gpu_plan returned {plan!r:.120}; expected a dict with the keys "
-                          f"{sorted(GPU_NEEDS)}",
+        raise CheckFailed(tr(f"gpu_plan returned {plan!r:.120}; expected a dict with the keys "
+                             f"{sorted(GPU_NEEDS)}",
+                             f"gpu_plan 返回了 {plan!r:.120}；应为以 {sorted(GPU_NEEDS)} 为键的 "
+                             "dict"),
                           tr("one ConfigProto per process", "每个进程一个 ConfigProto"))
     machine = sim.Machine(gpus=GPUS)
     total = machine.gpu_profile.memory
@@ -214,14 +232,16 @@ def check_gpu_plan(module):
         for name, need in GPU_NEEDS.items():
             config = plan[name]
             if not isinstance(config, sim.ConfigProto):
-                raise CheckFailed(f"{name}: {config!r:.80} is not a tf.ConfigProto",
+                raise CheckFailed(tr(f"{name}: {config!r:.80} is not a tf.ConfigProto",
+                                     f"{name}：{config!r:.80} 不是 tf.ConfigProto"),
                                   tr("build each with tf.ConfigProto(gpu_options=...)",
                                      "每个都用 tf.ConfigProto(gpu_options=...) 构造"))
             try:
                 sessions[name] = sim.Session(config=config, machine=machine)
             except sim.errors.ResourceExhaustedError as error:
                 raise CheckFailed(
-                    f"{name} could not start: {str(error)[:160]}",
+                    tr(f"{name} could not start: {str(error)[:160]}",
+                       f"{name} 无法启动：{str(error)[:160]}"),
                     tr("by default a process takes all of every GPU it sees",
                        "默认情况下，一个进程会占满它看到的每块 GPU"),
                     tr("give each process a fraction of one GPU that leaves room for the ones "
@@ -230,19 +250,22 @@ def check_gpu_plan(module):
             allocators = list(sessions[name].runtimes["localhost:0"].allocators.values())
             if len(allocators) != 1:
                 raise CheckFailed(
-                    f"{name} sees {len(allocators)} GPUs; each process needs one",
+                    tr(f"{name} sees {len(allocators)} GPUs; each process needs one",
+                       f"{name} 看到 {len(allocators)} 块 GPU；每个进程只需要一块"),
                     tr("a process holds memory on every GPU it sees",
                        "进程会在它看到的每块 GPU 上占用显存"),
                     tr("gpu_options.visible_device_list chooses the GPUs a process sees",
                        "gpu_options.visible_device_list 决定进程能看到哪些 GPU"))
             pool = allocators[0]
             if pool.limit >= total or not config.gpu_options.per_process_gpu_memory_fraction:
-                raise CheckFailed(f"{name} can grow to the whole GPU {pool.physical}",
+                raise CheckFailed(tr(f"{name} can grow to the whole GPU {pool.physical}",
+                                     f"{name} 可以增长到占满整块 GPU {pool.physical}"),
                                   *_plan_hint_cap(name))
             if pool.limit < int(need * total):
                 raise CheckFailed(
-                    f"{name} needs {need:.0%} of a GPU but is capped at "
-                    f"{pool.limit / total:.0%}",
+                    tr(f"{name} needs {need:.0%} of a GPU but is capped at "
+                       f"{pool.limit / total:.0%}",
+                       f"{name} 需要一块 GPU 的 {need:.0%}，但上限是 {pool.limit / total:.0%}"),
                     tr("the cap must hold what the process needs",
                        "上限必须容得下进程所需的显存"), "")
             caps[pool.physical] += pool.limit / total
@@ -251,11 +274,15 @@ def check_gpu_plan(module):
             session.close()
     over = {g: c for g, c in caps.items() if c > 1.0 + 1e-9}
     if over:
-        raise CheckFailed(f"the caps on GPU {list(over)[0]} add up to {list(over.values())[0]:.0%}",
+        raise CheckFailed(tr(f"the caps on GPU {list(over)[0]} add up to "
+                             f"{list(over.values())[0]:.0%}",
+                             f"GPU {list(over)[0]} 上的上限加起来是 {list(over.values())[0]:.0%}"),
                           tr("caps that add up to more than a GPU can still run out",
                              "上限加起来超过一块 GPU，仍然可能耗尽显存"), "")
-    return ("three processes start, each sees one GPU and is capped at what it needs: "
-            + ", ".join(f"GPU {g} {c:.0%}" for g, c in caps.items()))
+    shares = ", ".join(f"GPU {g} {c:.0%}" for g, c in caps.items())
+    return tr(f"three processes start, each sees one GPU and is capped at what it needs: "
+              f"{shares}", f"三个进程都能启动，每个只看到一块 GPU，上限正好是它所需的：{shares}")
+
 
 
 CHECKS = [

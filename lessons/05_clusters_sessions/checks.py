@@ -15,7 +15,9 @@ import numpy as np
 import simdist.graph as sim
 from simdist.hardware.cluster import ClusterSpec
 from simdist.graph._sim.runtime import DEFAULT_CONTAINER
+from course.answers import as_list
 from course.lessons import Check, CheckFailed, tr
+
 
 DIFFICULTY = {"predict_counters": 2, "predict_ps_tasks": 1, "server_from_tf_config": 1,
               "fresh_experiment": 2, "predict_partitions": 2}
@@ -130,14 +132,19 @@ def check_counters(module):
     predicted = module.predict_counters()
     actual = sim_counter_story()
     if not isinstance(predicted, dict) or set(predicted) != set(actual):
-        raise CheckFailed(f"predict_counters returned {predicted!r:.100}; expected a dict with "
-                          f"the clients {sorted(actual)}",
+        raise CheckFailed(tr(f"predict_counters returned {predicted!r:.100}; expected a dict "
+                             f"with the clients {sorted(actual)}",
+                             f"predict_counters 返回了 {predicted!r:.100}；应为以客户端 "
+                             f"{sorted(actual)} 为键的 dict"),
                           tr("one list of values per client", "每个客户端一个值列表"))
     for name, values in actual.items():
         if list(predicted[name]) != values:
-            raise CheckFailed(f"client {name}: you predicted {list(predicted[name])}, the "
-                              f"simulated cluster gives {values}", *_story_hint(name))
-    return "every client's values, as the simulator (and real TF, in the tests) gives them"
+            raise CheckFailed(tr(f"client {name}: you predicted {list(predicted[name])}, the "
+                                 f"simulated cluster gives {values}",
+                                 f"客户端 {name}：你预测 {list(predicted[name])}，模拟的集群给出 "
+                                 f"{values}"), *_story_hint(name))
+    return tr("every client's values, as the simulator (and real TF, in the tests) gives them",
+              "每个客户端的值都与模拟器（以及测试中的真实 TF）给出的一致")
 
 
 # -- exercise 2 ------------------------------------------------------------------------------
@@ -160,18 +167,31 @@ def actual_ps_tasks(sizes, num_ps, strategy):
 
 def check_ps_tasks(module):
     for sizes, num_ps, strategy in PS_CASES:
-        predicted = module.predict_ps_tasks(list(sizes), num_ps, strategy)
+        answer = module.predict_ps_tasks(list(sizes), num_ps, strategy)
+        predicted = as_list(answer, len(sizes))
+        if predicted is None:
+            raise CheckFailed(tr(f"predict_ps_tasks({list(sizes)}, {num_ps}, {strategy!r}) "
+                                 f"returned {answer!r:.100}, expected a list of {len(sizes)} "
+                                 "ps task indices",
+                                 f"predict_ps_tasks({list(sizes)}, {num_ps}, {strategy!r}) 返回了 "
+                                 f"{answer!r:.100}，应为 {len(sizes)} 个参数服务器任务编号组成的"
+                                 "列表"),
+                              tr("return one ps index per variable, e.g. [0, 1, 0]",
+                                 "每个变量返回一个参数服务器编号，例如 [0, 1, 0]"))
         actual = actual_ps_tasks(sizes, num_ps, strategy)
-        if list(predicted) != actual:
-            raise CheckFailed(f"{strategy} over {num_ps} ps, sizes {list(sizes)} bytes: you "
-                              f"predicted {list(predicted)}, replica_device_setter chose "
-                              f"{actual}",
+        if predicted != actual:
+            raise CheckFailed(tr(f"{strategy} over {num_ps} ps, sizes {list(sizes)} bytes: you "
+                                 f"predicted {list(predicted)}, replica_device_setter chose "
+                                 f"{actual}",
+                                 f"{num_ps} 个 ps 上的 {strategy}，大小 {list(sizes)} 字节：你预测 "
+                                 f"{list(predicted)}，replica_device_setter 选择了 {actual}"),
                               tr("round-robin ignores sizes; greedy looks at the bytes each ps holds",
                                  "轮询不看大小；贪心看每个 ps 已经存放的字节数"),
                               tr("round-robin cycles 0, 1, ..., n-1; greedy picks the ps with the fewest "
                                  "bytes so far (the lowest index on a tie)",
                                  "轮询按 0, 1, ..., n-1 循环；贪心选择目前字节数最少的 ps（相同时选编号最小的）"))
-    return f"{len(PS_CASES)} variable layouts predicted right"
+    return tr(f"{len(PS_CASES)} variable layouts predicted right",
+              f"{len(PS_CASES)} 种变量布局都预测正确")
 
 
 # -- exercise 3 ------------------------------------------------------------------------------
@@ -187,28 +207,36 @@ def check_tf_config(module):
             text = json.dumps({"cluster": spec, "task": {"type": job, "index": index}})
             server = module.server_from_tf_config(sim, text)
             if not isinstance(server, sim.Server):
-                raise CheckFailed(f"server_from_tf_config returned {server!r}, expected a "
-                                  "tf.train.Server",
+                raise CheckFailed(tr(f"server_from_tf_config returned {server!r}, expected a "
+                                     "tf.train.Server",
+                                     f"server_from_tf_config 返回了 {server!r}，应为 "
+                                     "tf.train.Server"),
                                   tr("return the server you started", "返回你启动的服务器"))
             expected = "grpc://" + spec[job][int(index)]
             if (server.job_name, server.task_index, server.target) != (job, int(index),
                                                                         expected):
-                raise CheckFailed(f"for task {job}:{index!r} you started the server of "
-                                  f"{server.job_name}:{server.task_index!r} at {server.target}",
+                raise CheckFailed(tr(f"for task {job}:{index!r} you started the server of "
+                                     f"{server.job_name}:{server.task_index!r} at "
+                                     f"{server.target}",
+                                     f"对任务 {job}:{index!r}，你启动的是 "
+                                     f"{server.job_name}:{server.task_index!r} 的服务器，位于 "
+                                     f"{server.target}"),
                                   tr("the \"task\" names the job and the index",
                                      "\"task\" 给出作业名和索引"),
                                   tr("TF's TFConfigClusterResolver reads the index with int(): "
                                      "\"0\" is task 0",
                                      "TF 的 TFConfigClusterResolver 用 int() 读取索引：\"0\" 就是任务 0"))
             if server.cluster != ClusterSpec(spec):
-                raise CheckFailed(f"the server's cluster is {server.cluster}, expected {spec}",
+                raise CheckFailed(tr(f"the server's cluster is {server.cluster}, expected "
+                                     f"{spec}", f"服务器的集群是 {server.cluster}，应为 {spec}"),
                                   tr("pass the whole \"cluster\" to tf.train.ClusterSpec",
                                      "把整个 \"cluster\" 传给 tf.train.ClusterSpec"))
             sim.stop_all_servers()
     finally:
         sim.stop_all_servers()
-    return ("the right server starts for worker:1, ps:0, a TFJob master:0 and an index written "
-            "\"0\"")
+    return tr("the right server starts for worker:1, ps:0, a TFJob master:0 and an index "
+              "written \"0\"",
+              "worker:1、ps:0、TFJob 的 master:0 以及写成 \"0\" 的索引都启动了正确的服务器")
 
 
 def verify_tf_config_job(results: dict, jobs: dict, adds: int) -> str:
@@ -221,21 +249,26 @@ def verify_tf_config_job(results: dict, jobs: dict, adds: int) -> str:
             server = results.get(task, {}).get("server")
             if server is None or (server["job"], server["index"]) != (job, index):
                 started = "none" if server is None else f"{server['job']}:{server['index']!r}"
-                raise CheckFailed(f"task {task} started the server of {started}",
+                raise CheckFailed(tr(f"task {task} started the server of {started}",
+                                     f"任务 {task} 启动的是 {started} 的服务器"),
                                   tr("the \"task\" of TF_CONFIG names the job and the index",
                                      "TF_CONFIG 的 \"task\" 给出作业名和索引"))
             targets.add(server["target"])
     if len(targets) != sum(jobs.values()):
-        raise CheckFailed(f"the tasks' servers share targets: {sorted(targets)}",
+        raise CheckFailed(tr(f"the tasks' servers share targets: {sorted(targets)}",
+                             f"各任务的服务器共用了目标地址：{sorted(targets)}"),
                           tr("each task's server listens at its own address in the cluster",
                              "每个任务的服务器在集群里有自己的地址"))
     total = max(r.get("last", 0) for r in results.values())
     if total != jobs["worker"] * adds:
-        raise CheckFailed(f"the counter ended at {total}, expected {jobs['worker'] * adds}",
+        raise CheckFailed(tr(f"the counter ended at {total}, expected {jobs['worker'] * adds}",
+                             f"计数器最终是 {total}，应为 {jobs['worker'] * adds}"),
                           tr("every worker's session must reach the ps through its server",
                              "每个工作器的会话都要通过它的服务器访问参数服务器"))
-    return (f"{sum(jobs.values())} servers, each its task's; the counter reached "
-            f"{jobs['worker']} x {adds} = {total}")
+    return tr(f"{sum(jobs.values())} servers, each its task's; the counter reached "
+              f"{jobs['worker']} x {adds} = {total}",
+              f"{sum(jobs.values())} 个服务器，各属其任务；计数器达到 "
+              f"{jobs['worker']} x {adds} = {total}")
 
 
 # -- exercise 4 ------------------------------------------------------------------------------
@@ -278,8 +311,10 @@ def check_fresh(module):
             default = _kept(servers)["ps:0"].get(DEFAULT_CONTAINER, [])
             if "keeper" not in default:
                 raise CheckFailed(
-                    "after your experiment the variable \"keeper\" of the default container "
-                    "is gone: you freed another experiment's variables",
+                    tr("after your experiment the variable \"keeper\" of the default container "
+                       "is gone: you freed another experiment's variables",
+                       "你的实验结束后，默认容器中的变量 \"keeper\" 不见了：你释放了另一个实验的"
+                       "变量"),
                     tr("free only what your experiment created", "只释放你的实验创建的东西"),
                     tr("put the experiment in a container of its own (tf.container) and reset "
                        "that one: Session.reset(target, [name])",
@@ -287,8 +322,10 @@ def check_fresh(module):
                        "Session.reset(target, [name])"))
             if [v for v in default if v != "keeper"] or left:
                 raise CheckFailed(
-                    f"after your experiment the tasks still hold its variables: "
-                    f"{left or {'ps:0': {DEFAULT_CONTAINER: default}}}",
+                    tr(f"after your experiment the tasks still hold its variables: "
+                       f"{left or {'ps:0': {DEFAULT_CONTAINER: default}}}",
+                       f"你的实验结束后，各任务仍持有它的变量："
+                       f"{left or {'ps:0': {DEFAULT_CONTAINER: default}}}"),
                     tr("an experiment must clean up after itself: its variables stay on the "
                        "servers until they are reset", "实验结束后要自己清理：它的变量会一直留在"
                        "服务器上，直到被重置"),
@@ -298,8 +335,10 @@ def check_fresh(module):
                        "在你自己的容器里创建它们，最后调用 tf.Session.reset(target, [该容器])"
                        "（默认容器里还有其他实验的变量）"))
         if results != [STEPS, STEPS]:
-            raise CheckFailed(f"two runs of {STEPS} steps returned {results}, expected "
-                              f"[{STEPS}, {STEPS}]",
+            raise CheckFailed(tr(f"two runs of {STEPS} steps returned {results}, expected "
+                                 f"[{STEPS}, {STEPS}]",
+                                 f"两次各 {STEPS} 步的运行返回了 {results}，应为 "
+                                 f"[{STEPS}, {STEPS}]"),
                               tr("each run starts from fresh variables and returns the value "
                                  "after its last step",
                                  "每次运行都从全新的变量开始，并返回最后一步之后的值"),
@@ -310,8 +349,9 @@ def check_fresh(module):
                                  "一样（下次 run 时抛出 AbortedError）；之后如需会话请新开一个"))
     finally:
         sim.stop_all_servers()
-    return (f"two runs start fresh ({results}), free their own container, and leave the "
-            "default one alone")
+    return tr(f"two runs start fresh ({results}), free their own container, and leave the "
+              "default one alone",
+              f"两次运行都从头开始（{results}），释放自己的容器，不动默认容器")
 
 
 # -- exercise 5 ------------------------------------------------------------------------------
@@ -462,18 +502,27 @@ def check_partitions(module):
     if not isinstance(predicted, dict) or set(predicted) != set(actual) or any(
             not isinstance(predicted[run], dict) or set(predicted[run]) != set(FIELDS)
             for run in actual):
-        raise CheckFailed(f"predict_partitions returned {predicted!r:.120}; expected a dict "
-                          f"with the runs {sorted(actual)}, each {{field: count}} for the "
-                          f"fields {list(FIELDS)}",
+        raise CheckFailed(tr(f"predict_partitions returned {predicted!r:.120}; expected a dict "
+                             f"with the runs {sorted(actual)}, each {{field: count}} for the "
+                             f"fields {list(FIELDS)}",
+                             f"predict_partitions 返回了 {predicted!r:.120}；应为以运行 "
+                             f"{sorted(actual)} 为键的 dict，每项是字段 {list(FIELDS)} 的 "
+                             "{字段: 计数}"),
                           tr("one dict of five counts per run", "每次运行一个含五个计数的字典"))
     for run, counts in actual.items():
         for field in FIELDS:
             if predicted[run][field] != counts[field]:
-                raise CheckFailed(f"run {run}, {field}: you predicted "
-                                  f"{predicted[run][field]!r}, the master made {counts[field]}",
+                raise CheckFailed(tr(f"run {run}, {field}: you predicted "
+                                     f"{predicted[run][field]!r}, the master made "
+                                     f"{counts[field]}",
+                                     f"运行 {run}，{field}：你预测 {predicted[run][field]!r}，"
+                                     f"master 实际做出 {counts[field]}"),
                                   *_partition_hint(run, field, predicted[run][field], counts))
-    return ("every run's partitions, pairs, messages, feeds and fetches, as simdist's master "
-            "(and real TF's, in the tests) makes them")
+    return tr("every run's partitions, pairs, messages, feeds and fetches, as simdist's master "
+              "(and real TF's, in the tests) makes them",
+              "每次运行的分区、配对、消息、feed 和 fetch 都与 simdist 的 master（以及测试中真实 "
+              "TF 的 master）做出的一致")
+
 
 
 CHECKS = [

@@ -16,7 +16,9 @@ from simdist.hardware.cluster import ClusterSpec, task_to_rank
 from simdist.graph._sim.clients import current_client
 from simdist.training.input_pipeline import loader_trainer
 from course.answers import as_list, as_tuple, is_int, is_number
+from course.lang import join
 from course.lessons import Check, CheckFailed, tr
+
 
 DIFFICULTY = {"choose_pipeline": 2, "padded_batch_shape": 1, "aggregator": 3,
               "choose_capacity": 2}
@@ -44,19 +46,24 @@ def check_pipeline(module):
     answer = module.choose_pipeline()
     choice = as_tuple(answer, 2, is_int)
     if choice is None:
-        raise CheckFailed(f"choose_pipeline returned {answer!r}, expected a tuple of two ints "
-                          "(capacity, loader_threads)",
+        raise CheckFailed(tr(f"choose_pipeline returned {answer!r}, expected a tuple of two "
+                             "ints (capacity, loader_threads)",
+                             f"choose_pipeline 返回了 {answer!r}，应为两个整数组成的元组 "
+                             "(capacity, loader_threads)"),
                           tr("return (capacity, loader_threads)", "返回 (capacity, loader_threads)"))
     capacity, threads = choice
     if capacity not in CAPACITIES or threads < 1:
-        raise CheckFailed(f"capacity {capacity} and {threads} loader threads are out of range",
+        raise CheckFailed(tr(f"capacity {capacity} and {threads} loader threads are out of "
+                             "range", f"容量 {capacity} 和 {threads} 个加载线程超出了范围"),
                           tr(f"the capacity is one of {CAPACITIES}; at least one loader thread",
                              f"容量取 {CAPACITIES} 之一；至少一个加载线程"))
     mine = starved(capacity, threads)
     if mine >= STARVED_AT_MOST:
-        raise CheckFailed(f"with capacity {capacity} and {threads} loader thread(s) the "
-                          f"trainer is starved {mine:.1%} of the time (at most "
-                          f"{STARVED_AT_MOST:.0%} wanted)",
+        raise CheckFailed(tr(f"with capacity {capacity} and {threads} loader thread(s) the "
+                             f"trainer is starved {mine:.1%} of the time (at most "
+                             f"{STARVED_AT_MOST:.0%} wanted)",
+                             f"容量 {capacity}、{threads} 个加载线程时，训练者有 {mine:.1%} 的时间"
+                             f"处于饥饿（要求至多 {STARVED_AT_MOST:.0%}）"),
                           tr("a reader waits on I/O, not on a CPU: each extra enqueue thread adds a "
                              "read in flight, and a bigger queue carries the trainer through a stall",
                              "读取线程等待的是 I/O 而不是 CPU：每多一个入队线程就多一个进行中的读取，"
@@ -68,22 +75,28 @@ def check_pipeline(module):
     if threads > 1:
         fewer = starved(MAX_CAPACITY, threads - 1)
         if fewer < STARVED_AT_MOST:
-            raise CheckFailed(f"{threads - 1} loader thread(s) with capacity {MAX_CAPACITY} "
-                              f"starve the trainer only {fewer:.1%}: you used a thread too many",
+            raise CheckFailed(tr(f"{threads - 1} loader thread(s) with capacity {MAX_CAPACITY} "
+                                 f"starve the trainer only {fewer:.1%}: you used a thread too "
+                                 "many",
+                                 f"容量 {MAX_CAPACITY} 时 {threads - 1} 个加载线程只让训练者饥饿 "
+                                 f"{fewer:.1%}：你多用了一个线程"),
                               tr("threads first: find the fewest threads that do it",
                                  "先定线程：找出能做到的最少线程数"))
     if capacity > CAPACITIES[0]:
         smaller = starved(capacity // 2, threads)
         if smaller < STARVED_AT_MOST:
-            raise CheckFailed(f"capacity {capacity // 2} with {threads} loader thread(s) "
-                              f"starves the trainer only {smaller:.1%}: a smaller queue does "
-                              "it too",
+            raise CheckFailed(tr(f"capacity {capacity // 2} with {threads} loader thread(s) "
+                                 f"starves the trainer only {smaller:.1%}: a smaller queue does "
+                                 "it too",
+                                 f"容量 {capacity // 2}、{threads} 个加载线程只让训练者饥饿 "
+                                 f"{smaller:.1%}：更小的队列也能做到"),
                               tr("a bigger queue absorbs stalls but adds no throughput",
                                  "更大的队列能吸收停顿，但不增加吞吐量"),
                               tr("once the readers keep up on average, how much queue does a stall need?",
                                  "一旦读取线程平均跟得上，一次停顿需要多大的队列？"))
-    return (f"capacity {capacity}, {threads} loader threads: starved {mine:.1%}, and nothing "
-            "cheaper does it")
+    return tr(f"capacity {capacity}, {threads} loader threads: starved {mine:.1%}, and nothing "
+              "cheaper does it",
+              f"容量 {capacity}、{threads} 个加载线程：饥饿 {mine:.1%}，没有更省的配置能做到")
 
 
 # -- exercise 2 ------------------------------------------------------------------------------
@@ -115,18 +128,24 @@ def check_padding(module):
         actual = padded_batch(sim, queue_shape, element_shapes)
         predicted = as_tuple(answer, None, is_int)
         if predicted is None:
-            raise CheckFailed(f"padded_batch_shape({queue_shape}, {list(element_shapes)}) "
-                              f"returned {answer!r}, expected a tuple of ints",
+            raise CheckFailed(tr(f"padded_batch_shape({queue_shape}, {list(element_shapes)}) "
+                                 f"returned {answer!r}, expected a tuple of ints",
+                                 f"padded_batch_shape({queue_shape}, {list(element_shapes)}) "
+                                 f"返回了 {answer!r}，应为整数组成的元组"),
                               tr("return a shape such as (3, 5, 3)", "返回一个形状，例如 (3, 5, 3)"))
         if predicted != actual:
-            raise CheckFailed(f"a PaddingFIFOQueue with shapes=[{queue_shape}] holding elements "
-                              f"of shapes {element_shapes}: you predicted {predicted}, "
-                              f"dequeue_many({len(element_shapes)}) gives {actual}",
+            raise CheckFailed(tr(f"a PaddingFIFOQueue with shapes=[{queue_shape}] holding "
+                                 f"elements of shapes {element_shapes}: you predicted "
+                                 f"{predicted}, dequeue_many({len(element_shapes)}) gives {actual}",
+                                 f"shapes=[{queue_shape}] 的 PaddingFIFOQueue 存放形状为 "
+                                 f"{element_shapes} 的元素：你预测 {predicted}，"
+                                 f"dequeue_many({len(element_shapes)}) 给出 {actual}"),
                               tr("the batch size comes first; then one size per dimension of the queue's "
                                  "shape", "批大小在最前；然后队列形状的每一维各一个大小"),
                               tr("each None dimension becomes the largest size among the batch's elements, "
                                  "a known one stays", "每个 None 维取该批元素中最大的那个大小，已知的维保持不变"))
-    return f"{len(PADDING_CASES)} padded batch shapes predicted right"
+    return tr(f"{len(PADDING_CASES)} padded batch shapes predicted right",
+              f"{len(PADDING_CASES)} 个填充后的批形状都预测正确")
 
 
 def real_padded_batch_shapes(cases=PADDING_CASES, timeout: float = 120) -> list:
@@ -221,7 +240,8 @@ def _same_means(means, expected) -> bool:
 
 def _check_means(means, expected, hint):
     if not _same_means(means, expected):
-        raise CheckFailed(f"the aggregator returned {means!r}, expected {expected}", *hint)
+        raise CheckFailed(tr(f"the aggregator returned {means!r}, expected {expected}",
+                             f"聚合器返回了 {means!r}，应为 {expected}"), *hint)
 
 
 def check_all_on_time(module):
@@ -229,14 +249,18 @@ def check_all_on_time(module):
     _check_means(means, _expected([0, 1, 2]),
                  (tr("when every predictor is on time, average the three predictions of each "
                      "input", "所有预测器都准时时，对每个输入的三个预测取平均"), ""))
-    return "three predictors on time: every input averages three predictions"
+    return tr("three predictors on time: every input averages three predictions",
+              "三个预测器都准时：每个输入取三个预测的平均")
 
 
 def check_slow_predictor(module):
     means, ended, last = run_ensemble(module, [FAST, FAST, SLOW])
     if ended >= last:
-        raise CheckFailed(f"the aggregator ended at {ended / 1e6:.1f} ms, after the slow "
-                          f"predictor's last prediction ({last / 1e6:.1f} ms): it waited for it",
+        raise CheckFailed(tr(f"the aggregator ended at {ended / 1e6:.1f} ms, after the slow "
+                             f"predictor's last prediction ({last / 1e6:.1f} ms): it waited for "
+                             "it",
+                             f"聚合器在 {ended / 1e6:.1f} ms 结束，晚于慢预测器的最后一个预测"
+                             f"（{last / 1e6:.1f} ms）：它等了那个慢预测器"),
                           tr("a dequeue without a deadline waits as long as the slowest predictor",
                              "没有期限的出队操作会一直等到最慢的预测器"),
                           tr("give the aggregator's session a ConfigProto with operation_timeout_in_ms, "
@@ -248,9 +272,10 @@ def check_slow_predictor(module):
                      "来得太晚的预测属于更早的输入"),
                   tr("compare its index with the input's: a smaller one is stale, drop it",
                      "比较它的索引和当前输入的索引：索引更小的是过时的预测，丢掉它")))
-    return (f"one slow predictor: the aggregator ended at {ended / 1e6:.1f} ms with the two "
-            "others' means (the slow one ran until "
-            f"{last / 1e6:.1f} ms)")
+    return tr(f"one slow predictor: the aggregator ended at {ended / 1e6:.1f} ms with the two "
+              f"others' means (the slow one ran until {last / 1e6:.1f} ms)",
+              f"一个慢预测器：聚合器在 {ended / 1e6:.1f} ms 结束，用另外两个的平均值（慢的那个一直"
+              f"运行到 {last / 1e6:.1f} ms）")
 
 
 def check_late_once(module):
@@ -260,8 +285,11 @@ def check_late_once(module):
     expected = _expected(None, [[0, 1]] * 3 + [[0, 1, 2]] * 2)
     if not _same_means(means, expected):
         raise CheckFailed(
-            f"predictor 2 late for inputs 0 to 2 only (its first prediction takes about 7 ms, "
-            f"the next ones 35 us): the aggregator returned {means!r}, expected {expected}",
+            tr(f"predictor 2 late for inputs 0 to 2 only (its first prediction takes about 7 "
+               f"ms, the next ones 35 us): the aggregator returned {means!r}, expected "
+               f"{expected}",
+               f"预测器 2 只在输入 0 到 2 迟到（它的第一个预测约需 7 ms，之后每个 35 us）：聚合器"
+               f"返回了 {means!r}，应为 {expected}"),
             tr("a predictor that missed a deadline may be on time for the next input: ask it "
                "again; what it dequeues first is then the late prediction of an earlier input, "
                "stale: drop it and dequeue again, the in-time one may sit right behind it",
@@ -276,15 +304,17 @@ def check_late_once(module):
     if not _same_means(means, expected):
         zero = isinstance(means, (list, tuple)) and means and means[0] == 0.0
         raise CheckFailed(
-            f"all three predictors late for input 0: the aggregator returned {means!r}, "
-            f"expected {expected}",
+            tr(f"all three predictors late for input 0: the aggregator returned {means!r}, "
+               f"expected {expected}",
+               f"三个预测器在输入 0 都迟到：聚合器返回了 {means!r}，应为 {expected}"),
             tr("no prediction of input 0 came in time: it has no mean, None (0.0 would be a "
                "prediction)", "输入 0 没有一个预测准时到达：它没有平均值，应该是 None（0.0 是一个"
                "预测值）") if zero else
             tr("input 0 gets no prediction in time; each late one is stale by input 1",
                "输入 0 一个准时的预测也没有；到输入 1 时，那些迟到的预测都已过时"))
-    return ("late once: a predictor is asked again and its stale prediction dropped; an input "
-            "without predictions is None")
+    return tr("late once: a predictor is asked again and its stale prediction dropped; an "
+              "input without predictions is None",
+              "迟到一次：预测器被再次询问，它过时的预测被丢弃；没有预测的输入是 None")
 
 
 
@@ -303,8 +333,10 @@ PIPELINE_TASKS = {"ps:0": "the queue", "worker:0": "the trainer", "worker:1": "t
 def valid_capacity(capacity) -> int:
     """``choose_capacity``'s answer if it is one of ``STALL_CAPACITIES``, else CheckFailed."""
     if not is_int(capacity) or capacity not in STALL_CAPACITIES:
-        raise CheckFailed(f"choose_capacity returned {capacity!r}, expected one of "
-                          f"{STALL_CAPACITIES}", tr("return the queue's capacity, an int",
+        raise CheckFailed(tr(f"choose_capacity returned {capacity!r}, expected one of "
+                             f"{STALL_CAPACITIES}",
+                             f"choose_capacity 返回了 {capacity!r}，应为 {STALL_CAPACITIES} 之一"),
+                          tr("return the queue's capacity, an int",
                                                     "返回队列的容量，一个整数"))
     return int(capacity)
 
@@ -339,9 +371,12 @@ def verify_capacity(capacity: int, runs: dict) -> str:
     mine = runs[capacity].starved_fraction
     if mine >= STALL_STARVED_AT_MOST:
         raise CheckFailed(
-            f"with capacity {capacity} the trainer is starved {mine:.1%} of the time (less "
-            f"than {STALL_STARVED_AT_MOST:.0%} wanted); its longest step took "
-            f"{longest_step_ns(runs[capacity]) / 1e6:.2f} ms",
+            tr(f"with capacity {capacity} the trainer is starved {mine:.1%} of the time (less "
+               f"than {STALL_STARVED_AT_MOST:.0%} wanted); its longest step took "
+               f"{longest_step_ns(runs[capacity]) / 1e6:.2f} ms",
+               f"容量 {capacity} 时，训练者有 {mine:.1%} 的时间处于饥饿（要求少于 "
+               f"{STALL_STARVED_AT_MOST:.0%}）；它最长的一步用了 "
+               f"{longest_step_ns(runs[capacity]) / 1e6:.2f} ms"),
             tr("a 5 ms stall stops the only reader: the queue has to hold what the trainer "
                "eats while it lasts", "一次 5 毫秒的停顿会让唯一的读取线程停下：队列得装下停顿期间"
                "训练者要吃掉的全部元素"),
@@ -351,14 +386,18 @@ def verify_capacity(capacity: int, runs: dict) -> str:
         half = capacity // 2
         smaller = runs[half].starved_fraction
         if smaller < STALL_STARVED_AT_MOST:
-            raise CheckFailed(f"capacity {half} starves the trainer only {smaller:.1%}: a "
-                              "smaller queue does it too",
+            raise CheckFailed(tr(f"capacity {half} starves the trainer only {smaller:.1%}: a "
+                                 "smaller queue does it too",
+                                 f"容量 {half} 只让训练者饥饿 {smaller:.1%}：更小的队列也能做到"),
                               tr("every element the queue holds is memory on ps:0: hold one "
                                  "stall's worth, no more", "队列里的每个元素都占用 ps:0 的内存："
                                  "装下一次停顿的量就够了，不要更多"))
-    return (f"capacity {capacity}: starved {mine:.1%}"
-            + (f", and capacity {capacity // 2} starves it "
-               f"{runs[capacity // 2].starved_fraction:.1%}" if len(runs) > 1 else ""))
+    half = (tr(f", and capacity {capacity // 2} starves it "
+               f"{runs[capacity // 2].starved_fraction:.1%}",
+               f"，而容量 {capacity // 2} 时饥饿 {runs[capacity // 2].starved_fraction:.1%}")
+            if len(runs) > 1 else "")
+    return join(tr(f"capacity {capacity}: starved {mine:.1%}",
+                   f"容量 {capacity}：饥饿 {mine:.1%}"), half)
 
 
 def check_capacity(module):

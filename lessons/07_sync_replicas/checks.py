@@ -50,11 +50,14 @@ def check_tokens(module):
                     tr("the chief waits for replicas_to_aggregate gradients: there must be a "
                        "token for each of them", "主节点要等 replicas_to_aggregate 个梯度："
                        "每个梯度都得有一个令牌"))
-            raise CheckFailed(f"tokens_per_step({total}, {aggregate}) returned {mine!r}, "
-                              f"the simulated optimizer enqueues {real}", hint,
+            raise CheckFailed(tr(f"tokens_per_step({total}, {aggregate}) returned {mine!r}, "
+                                 f"the simulated optimizer enqueues {real}",
+                                 f"tokens_per_step({total}, {aggregate}) 返回了 {mine!r}，模拟的"
+                                 f"优化器入队 {real} 个"), hint,
                               tr("look at SyncReplicasOptimizer's _tokens_per_step",
                                  "看 SyncReplicasOptimizer 的 _tokens_per_step"))
-    return f"right for {len(TOKEN_CASES)} configurations"
+    return tr(f"right for {len(TOKEN_CASES)} configurations",
+              f"{len(TOKEN_CASES)} 种配置都正确")
 
 
 # -- exercise 2 ------------------------------------------------------------------------------
@@ -73,13 +76,17 @@ def check_aggregate(module):
     mine = module.choose_replicas_to_aggregate()
     workers = STRAGGLERS["workers"]
     if isinstance(mine, bool) or not isinstance(mine, int) or not 1 <= mine <= workers:
-        raise CheckFailed(f"choose_replicas_to_aggregate returned {mine!r}, expected an int "
-                          f"1..{workers}", tr("return R, the gradients each step averages",
-                                              "返回 R：每一步平均的梯度个数"))
+        raise CheckFailed(tr(f"choose_replicas_to_aggregate returned {mine!r}, expected an int "
+                             f"1..{workers}", f"choose_replicas_to_aggregate 返回了 {mine!r}，"
+                             f"应为 1..{workers} 的整数"),
+                          tr("return R, the gradients each step averages",
+                             "返回 R：每一步平均的梯度个数"))
     took = ms_per_step(mine)
     if took > STEP_MS_AT_MOST:
-        raise CheckFailed(f"with replicas_to_aggregate={mine} a step takes {took:.2f} ms "
-                          f"(at most {STEP_MS_AT_MOST} wanted)",
+        raise CheckFailed(tr(f"with replicas_to_aggregate={mine} a step takes {took:.2f} ms "
+                             f"(at most {STEP_MS_AT_MOST} wanted)",
+                             f"replicas_to_aggregate={mine} 时一步用时 {took:.2f} ms（要求至多 "
+                             f"{STEP_MS_AT_MOST} ms）"),
                           tr("a step waits for its R-th gradient: the more of the five it "
                              "waits for, the likelier one of them straggles",
                              "一步要等到第 R 个梯度：等的越多，越可能碰上掉队者"),
@@ -88,12 +95,15 @@ def check_aggregate(module):
                              "运行 backup_worker_sweep(workers=5, backups=(0, 1, 2), steps=20, "
                              "stall_us=6000, stall_probability=0.15)"))
     if mine < workers and ms_per_step(mine + 1) <= STEP_MS_AT_MOST:
-        raise CheckFailed(f"replicas_to_aggregate={mine + 1} also keeps a step within "
-                          f"{STEP_MS_AT_MOST} ms and averages more gradients",
+        raise CheckFailed(tr(f"replicas_to_aggregate={mine + 1} also keeps a step within "
+                             f"{STEP_MS_AT_MOST} ms and averages more gradients",
+                             f"replicas_to_aggregate={mine + 1} 也能让一步不超过 "
+                             f"{STEP_MS_AT_MOST} ms，而且平均的梯度更多"),
                           tr("as few backup workers as the time allows: each one is a "
                              "gradient thrown away every step",
                              "在时间允许的前提下尽量少用备份工作器：每个备份每步都丢掉一个梯度"))
-    return f"{mine} gradients per step: {took:.2f} ms a step"
+    return tr(f"{mine} gradients per step: {took:.2f} ms a step",
+              f"每步 {mine} 个梯度：一步 {took:.2f} ms")
 
 
 # -- exercise 3 ------------------------------------------------------------------------------
@@ -124,13 +134,15 @@ def check_resume(module):
                     if mine == at_failure else
                     tr("the chief restores the newest checkpoint written before the failure",
                        "主节点恢复的是故障之前写下的最新检查点"))
-            raise CheckFailed(f"resume_step({save_every}, {at_failure}) returned {mine!r}; "
-                              f"the simulated chief restored the checkpoint of step "
-                              f"{restored}", hint,
+            raise CheckFailed(tr(f"resume_step({save_every}, {at_failure}) returned {mine!r}; "
+                                 f"the simulated chief restored the checkpoint of step "
+                                 f"{restored}",
+                                 f"resume_step({save_every}, {at_failure}) 返回了 {mine!r}；"
+                                 f"模拟的主节点恢复的是第 {restored} 步的检查点"), hint,
                               tr("checkpoints are written at steps 0, save_every, "
                                  "2 * save_every, ...", "检查点写在第 0、save_every、"
                                  "2 * save_every ... 步"))
-    return f"right for {len(FAILURES)} failures"
+    return tr(f"right for {len(FAILURES)} failures", f"{len(FAILURES)} 次故障都正确")
 
 
 
@@ -152,8 +164,10 @@ def valid_applied(mine) -> dict:
     workers = list(range(SLOW_CHIEF["workers"]))
     if (not isinstance(mine, dict) or sorted(mine, key=repr) != workers
             or any(isinstance(v, bool) or not isinstance(v, int) for v in mine.values())):
-        raise CheckFailed(f"predict_applied returned {mine!r}, expected a dict {{worker: "
-                          f"gradients applied}} for the workers {workers}",
+        raise CheckFailed(tr(f"predict_applied returned {mine!r}, expected a dict {{worker: "
+                             f"gradients applied}} for the workers {workers}",
+                             f"predict_applied 返回了 {mine!r}，应为工作器 {workers} 的 "
+                             "{工作器: 被应用的梯度数} 字典"),
                           tr("return e.g. {0: 10, 1: 10, 2: 10, 3: 6}: one int per worker",
                              "返回形如 {0: 10, 1: 10, 2: 10, 3: 6} 的字典：每个工作器一个整数"))
     return dict(sorted(mine.items()))
@@ -178,14 +192,18 @@ def verify_applied(mine: dict, run) -> str:
         else:
             hint = tr("the three fast workers are alike: each step takes one gradient of each",
                       "三个快的工作器情况一样：每一步各取它们一个梯度")
-        raise CheckFailed(f"you predicted {mine}; the accumulators applied {applied}", hint,
+        raise CheckFailed(tr(f"you predicted {mine}; the accumulators applied {applied}",
+                             f"你预测 {mine}；累加器实际应用了 {applied}"), hint,
                           tr("the backup worker is whichever is slowest, the chief too: its "
                              "training loop and the queue runner that applies the steps are "
                              "separate threads",
                              "最慢的那个就是备份工作器，主节点也不例外：它的训练循环和应用每一步的"
                              "队列运行器是两个不同的线程"))
-    return (f"{applied}: the chief's {counts[0][1]} gradients were all dropped, and the job "
-            f"reached global step {run.global_step} in {run.trained_ns / 1e6:.2f} ms")
+    return tr(f"{applied}: the chief's {counts[0][1]} gradients were all dropped, and the job "
+              f"reached global step {run.global_step} in {run.trained_ns / 1e6:.2f} ms",
+              f"{applied}：主节点的 {counts[0][1]} 个梯度全被丢弃，作业在 "
+              f"{run.trained_ns / 1e6:.2f} ms 内达到全局步数 {run.global_step}")
+
 
 
 @lru_cache(maxsize=None)

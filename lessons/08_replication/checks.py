@@ -92,10 +92,11 @@ def check_clients(module):
             mine = as_tuple(answer, 2, is_int)
             if mine == (clients, len(names)):
                 continue
-            said = (f"clients_and_threads({replication!r}, {mode!r}, {workers}) returned "
-                    f"{answer!r}")
+            call = f"clients_and_threads({replication!r}, {mode!r}, {workers})"
+            said = tr(f"{call} returned {answer!r}", f"{call} 返回了 {answer!r}")
             if mine is None:
-                raise CheckFailed(f"{said}, expected a pair of ints (client programs, threads)",
+                raise CheckFailed(tr(f"{said}, expected a pair of ints (client programs, "
+                                     "threads)", f"{said.zh}，应为一对整数（客户端程序数，线程数）"),
                                   tr("return a tuple of two ints", "返回两个整数组成的元组"))
             if mine[0] != clients:
                 hint = (tr("in-graph replication: ONE client builds ONE graph with a tower per "
@@ -106,8 +107,11 @@ def check_clients(module):
                            "图间复制：每个工作器任务都运行自己的客户端程序，构建自己的图"))
             else:
                 hint = _threads_hint(replication, mode, names)
-            raise CheckFailed(f"{said}; the simulator has {clients} client program(s) and "
-                              f"{len(names)} thread(s) calling Session.run ({', '.join(names)})",
+            raise CheckFailed(tr(f"{said}; the simulator has {clients} client program(s) and "
+                                 f"{len(names)} thread(s) calling Session.run "
+                                 f"({', '.join(names)})",
+                                 f"{said.zh}；模拟器中有 {clients} 个客户端程序和 {len(names)} 个"
+                                 f"调用 Session.run 的线程（{', '.join(names)}）"),
                               hint,
                               tr("look at in_graph_training(...).threads, at "
                                  "train_on_ps(...).worker_runs (one entry per client) and at the "
@@ -115,7 +119,8 @@ def check_clients(module):
                                  "看 in_graph_training(...).threads、train_on_ps(...).worker_runs"
                                  "（每个客户端一项），以及 SyncReplicasOptimizer 的主工作器钩子启动的 "
                                  "QueueRunner"))
-    return "right for the four combinations with 2 and 4 workers"
+    return tr("right for the four combinations with 2 and 4 workers",
+              "2 个和 4 个工作器的四种组合都正确")
 
 
 # -- exercise 2 ------------------------------------------------------------------------------
@@ -127,7 +132,8 @@ def check_averaging(module):
         where = next(iter(found)) if found else None
         if mine == where:
             continue
-        said = f"averaging_device({replication!r}, {mode!r}) returned {mine!r}"
+        call = f"averaging_device({replication!r}, {mode!r})"
+        said = tr(f"{call} returned {mine!r}", f"{call} 返回了 {mine!r}")
         if where is None:
             hint = tr("asynchronous updates: each gradient is applied alone, as it comes; "
                       "nothing averages them", "异步更新：每个梯度到了就单独应用，没有谁去求平均")
@@ -144,13 +150,15 @@ def check_averaging(module):
                       "puts it, not where the client is",
                       "求平均是这张图里的一个操作：它在 tf.device 作用域指定的设备上运行，"
                       "而不是客户端所在的地方")
-        raise CheckFailed(f"{said}; in the simulated run it is "
-                          f"{'nowhere (None)' if where is None else where}", hint,
+        raise CheckFailed(tr(f"{said}; in the simulated run it is "
+                             f"{'nowhere (None)' if where is None else where}",
+                             f"{said.zh}；在模拟运行中它"
+                             f"{'不在任何地方（None）' if where is None else '在 ' + where}"), hint,
                           tr("in-graph: in_graph_training(mode=...).averaging; between-graph: "
                              "the ResourceAccumulatorTakeGradient spans of train_on_ps's trace",
                              "图内复制：in_graph_training(mode=...).averaging；图间复制："
                              "train_on_ps 轨迹中的 ResourceAccumulatorTakeGradient"))
-    return "right for the four combinations"
+    return tr("right for the four combinations", "四种组合都正确")
 
 
 # -- exercise 3 ------------------------------------------------------------------------------
@@ -175,10 +183,11 @@ def check_split(module):
     for architecture, width, layers, batch in SPLITS:
         layer_us, transfer_us, pays, speedup = split_case(architecture, width, layers, batch)
         mine = module.split_pays(architecture, layers, layer_us, transfer_us)
-        said = (f"split_pays({architecture!r}, {layers}, {layer_us}, {transfer_us}) returned "
-                f"{mine!r}")
+        call = f"split_pays({architecture!r}, {layers}, {layer_us}, {transfer_us})"
+        said = tr(f"{call} returned {mine!r}", f"{call} 返回了 {mine!r}")
         if not isinstance(mine, bool):
-            raise CheckFailed(f"{said}, expected True or False",
+            raise CheckFailed(tr(f"{said}, expected True or False",
+                                 f"{said.zh}，应为 True 或 False"),
                               tr("return a bool: does the split beat one GPU?",
                                  "返回一个布尔值：拆分后是否比单个 GPU 快？"))
         if mine == pays:
@@ -201,14 +210,16 @@ def check_split(module):
             hint = tr("the split saves half of the layers' time but pays for the transfers: "
                       "here they cost more than they save",
                       "拆分省下一半层的时间，却要付出传输的代价：这里传输比省下的还多")
-        raise CheckFailed(f"{said}; the simulator's split runs {speedup:.2f}x as fast as one "
-                          f"GPU ({architecture}, width {width}, batch {batch})", hint,
+        raise CheckFailed(tr(f"{said}; the simulator's split runs {speedup:.2f}x as fast as "
+                             f"one GPU ({architecture}, width {width}, batch {batch})",
+                             f"{said.zh}；模拟器中拆分后的速度是单个 GPU 的 {speedup:.2f} 倍"
+                             f"（{architecture}，宽度 {width}，批次 {batch}）"), hint,
                           tr("one GPU: layers * layer_us; split dense stack: layers * layer_us "
                              "+ 2 * transfer_us; split branches: 2 * transfer_us + layers / 2 "
                              "* layer_us", "单个 GPU：layers * layer_us；拆分的全连接堆叠："
                              "layers * layer_us + 2 * transfer_us；拆分的两个分支："
                              "2 * transfer_us + layers / 2 * layer_us"))
-    return f"right for {len(SPLITS)} models"
+    return tr(f"right for {len(SPLITS)} models", f"{len(SPLITS)} 个模型都正确")
 
 
 # -- exercise 4 ------------------------------------------------------------------------------
@@ -227,8 +238,10 @@ def request_answers(module) -> dict:
         answer = module.master_requests(*case)
         mine = as_tuple(answer, 2, is_int)
         if mine is None:
-            raise CheckFailed(f"master_requests{case} returned {answer!r}, expected a pair of "
-                              "ints (register_graph, run_graph)",
+            raise CheckFailed(tr(f"master_requests{case} returned {answer!r}, expected a pair "
+                                 "of ints (register_graph, run_graph)",
+                                 f"master_requests{case} 返回了 {answer!r}，应为一对整数 "
+                                 "(register_graph, run_graph)"),
                               tr("return a tuple of two ints: the RegisterGraph requests, then "
                                  "the RunGraph requests",
                                  "返回两个整数组成的元组：先是 RegisterGraph 请求数，再是 "
@@ -307,14 +320,18 @@ def verify_requests(answers: dict, measured: dict) -> str:
         if mine == real:
             continue
         raise CheckFailed(
-            f"master_requests{case} returned {mine!r}; the master sent {real[0]} RegisterGraph "
-            f"and {real[1]} RunGraph requests", _requests_hint(case, mine, real),
+            tr(f"master_requests{case} returned {mine!r}; the master sent {real[0]} "
+               f"RegisterGraph and {real[1]} RunGraph requests",
+               f"master_requests{case} 返回了 {mine!r}；master 发送了 {real[0]} 个 RegisterGraph "
+               f"请求和 {real[1]} 个 RunGraph 请求"), _requests_hint(case, mine, real),
             tr("look at the flows of in_graph_training(...).trace from worker:0 named "
                "'RegisterGraph (...)' and 'RunGraph (...)': each names its plan's graph or "
                "the step, and goes to the task that holds a partition",
                "看 in_graph_training(...).trace 里从 worker:0 发出、名为 'RegisterGraph (...)' "
                "和 'RunGraph (...)' 的流：每条都写明它的计划图或步，发往持有分区的任务"))
-    return "right for " + ", ".join(f"{w} workers {m}" for w, m, _ in REQUEST_CASES)
+    return tr("right for " + ", ".join(f"{w} workers {m}" for w, m, _ in REQUEST_CASES),
+              "、".join(f"{w} 个工作器 {m}" for w, m, _ in REQUEST_CASES) + " 都正确")
+
 
 
 def check_requests(module):

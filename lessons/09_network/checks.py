@@ -15,7 +15,9 @@ from simdist.hardware.cluster import ClusterSpec, task_to_rank
 from simdist.training.ps_spec import PSTrainingSpec
 from simdist.training.ps_training import run_ps_training, train_on_ps
 from course.answers import as_tuple, is_int, is_number
+from course.lang import join
 from course.lessons import Check, CheckFailed, tr
+
 
 DIFFICULTY = {"ps_nic_bytes": 1, "choose_ps_shards": 2, "backup_workers_for_throughput": 2,
               "choose_ps_for_float16": 2}
@@ -80,20 +82,25 @@ def check_bytes(module):
         real = measured_bytes(parameters, workers, ps, dtype)
         mine = as_tuple(answer, 2, is_number)
         if mine is None:
-            raise CheckFailed(f"ps_nic_bytes({parameters}, {workers}, {ps}, {dtype!r}) "
-                              f"returned {answer!r}, expected a pair of numbers (received, "
-                              "sent)",
+            call = f"ps_nic_bytes({parameters}, {workers}, {ps}, {dtype!r})"
+            raise CheckFailed(tr(f"{call} returned {answer!r}, expected a pair of numbers "
+                                 "(received, sent)",
+                                 f"{call} 返回了 {answer!r}，应为一对数（流入，流出）"),
                               tr("return two numbers: the bytes into one ps NIC, then out",
                                  "返回两个数：流入一个参数服务器网卡的字节数，然后是流出的"))
         if not all(_close(m, r) for m, r in zip(mine, real)):
             raise CheckFailed(
-                f"ps_nic_bytes({parameters}, {workers}, {ps}, {dtype!r}) returned {answer!r}; "
-                f"the simulated ps NIC received {real[0]:,} and sent {real[1]:,} bytes",
+                tr(f"ps_nic_bytes({parameters}, {workers}, {ps}, {dtype!r}) returned "
+                   f"{answer!r}; the simulated ps NIC received {real[0]:,} and sent "
+                   f"{real[1]:,} bytes",
+                   f"ps_nic_bytes({parameters}, {workers}, {ps}, {dtype!r}) 返回了 {answer!r}；"
+                   f"模拟的参数服务器网卡流入 {real[0]:,} 字节，流出 {real[1]:,} 字节"),
                 _bytes_hint(mine, parameters, workers, ps, dtype),
                 tr("received = workers x parameters x (2 or 4 bytes) / ps, sent = workers x "
                    "parameters x 4 / ps", "流入 = workers x parameters x (2 或 4 字节) / ps，"
                    "流出 = workers x parameters x 4 / ps"))
-    return f"right for {len(BYTE_CASES)} clusters, to within 1% of the simulated NIC"
+    return tr(f"right for {len(BYTE_CASES)} clusters, to within 1% of the simulated NIC",
+              f"{len(BYTE_CASES)} 个集群都正确，与模拟的网卡相差不超过 1%")
 
 
 # -- exercise 2 ------------------------------------------------------------------------------
@@ -114,13 +121,17 @@ def busiest_ps_nic(ps) -> float:
 def check_shards(module):
     mine = module.choose_ps_shards()
     if not is_int(mine) or not 1 <= mine <= MOST_PS:
-        raise CheckFailed(f"choose_ps_shards returned {mine!r}, expected an int 1..{MOST_PS}",
+        raise CheckFailed(tr(f"choose_ps_shards returned {mine!r}, expected an int "
+                             f"1..{MOST_PS}",
+                             f"choose_ps_shards 返回了 {mine!r}，应为 1..{MOST_PS} 的整数"),
                           tr("return the number of ps tasks", "返回参数服务器任务的个数"))
     busy = busiest_ps_nic(mine)
     if busy > BUSY_AT_MOST:
         raise CheckFailed(
-            f"with {mine} ps task{'s' if mine > 1 else ''} the busiest ps NIC is busy "
-            f"{busy:.0%} of the time (at most {BUSY_AT_MOST:.0%} wanted)",
+            tr(f"with {mine} ps task{'s' if mine > 1 else ''} the busiest ps NIC is busy "
+               f"{busy:.0%} of the time (at most {BUSY_AT_MOST:.0%} wanted)",
+               f"{mine} 个参数服务器任务时，最忙的参数服务器网卡有 {busy:.0%} 的时间在忙"
+               f"（要求至多 {BUSY_AT_MOST:.0%}）"),
             tr("each ps NIC carries 1/ps of every update's bytes; estimate the load as "
                "workers x (bytes per update / ps) / (bandwidth x one worker's time per "
                "update)", "每个参数服务器网卡承载每次更新字节数的 1/ps；负载约为 workers x "
@@ -132,11 +143,14 @@ def check_shards(module):
                "4 x 3.2 毫秒 / 8.7 毫秒 = 共 1.47 块网卡的负载，由各个参数服务器分担"))
     if mine > 1 and busiest_ps_nic(mine - 1) <= BUSY_AT_MOST:
         raise CheckFailed(
-            f"{mine - 1} ps tasks also keep every ps NIC at most {BUSY_AT_MOST:.0%} busy "
-            f"({busiest_ps_nic(mine - 1):.0%})",
+            tr(f"{mine - 1} ps tasks also keep every ps NIC at most {BUSY_AT_MOST:.0%} busy "
+               f"({busiest_ps_nic(mine - 1):.0%})",
+               f"{mine - 1} 个参数服务器任务也能让每块参数服务器网卡的忙碌时间不超过 "
+               f"{BUSY_AT_MOST:.0%}（{busiest_ps_nic(mine - 1):.0%}）"),
             tr("the fewest that do: every ps task is one more machine to pay for",
                "够用即可，越少越好：每个参数服务器任务都要多占一台机器"))
-    return f"{mine} ps tasks: the busiest ps NIC is busy {busy:.0%} of the time"
+    return tr(f"{mine} ps tasks: the busiest ps NIC is busy {busy:.0%} of the time",
+              f"{mine} 个参数服务器任务：最忙的参数服务器网卡有 {busy:.0%} 的时间在忙")
 
 
 # -- exercise 3 ------------------------------------------------------------------------------
@@ -175,22 +189,27 @@ def check_backups(module):
     mine = module.backup_workers_for_throughput()
     workers = STRAGGLERS["workers"]
     if not is_int(mine) or not 0 <= mine < workers:
-        raise CheckFailed(f"backup_workers_for_throughput returned {mine!r}, expected an int "
-                          f"0..{workers - 1}", tr("return the number of backup workers",
+        raise CheckFailed(tr(f"backup_workers_for_throughput returned {mine!r}, expected an "
+                             f"int 0..{workers - 1}",
+                             f"backup_workers_for_throughput 返回了 {mine!r}，应为 "
+                             f"0..{workers - 1} 的整数"), tr("return the number of backup workers",
                                                   "返回备份工作器的个数"))
     rate = gradients_per_second(mine)
     for other in (mine - 1, mine + 1):
         if 0 <= other < workers and gradients_per_second(other) > rate:
             raise CheckFailed(
-                f"with {mine} backup workers the steps average {rate:,.0f} gradients/s; "
-                f"with {other}, {gradients_per_second(other):,.0f}",
+                tr(f"with {mine} backup workers the steps average {rate:,.0f} gradients/s; "
+                   f"with {other}, {gradients_per_second(other):,.0f}",
+                   f"{mine} 个备份工作器时，每秒平均 {rate:,.0f} 个梯度；{other} 个时为 "
+                   f"{gradients_per_second(other):,.0f}"),
                 _backups_hint(mine),
                 tr("a step waits for the (workers - backups) fastest gradients: gradients/s "
                    "is about (workers - backups) / (the step time of the slowest of them + up "
                    "to 1 ms for the pull, the push and the token)",
                    "一步要等最快的 (workers - backups) 个梯度：每秒梯度数约为 (workers - "
                    "backups) / (其中最慢者的每步时间 + 拉取、推送和令牌最多约 1 毫秒)"))
-    return f"{mine} backup workers: {rate:,.0f} gradients averaged per second"
+    return tr(f"{mine} backup workers: {rate:,.0f} gradients averaged per second",
+              f"{mine} 个备份工作器：每秒平均 {rate:,.0f} 个梯度")
 
 
 # -- exercise 4 ------------------------------------------------------------------------------
@@ -207,8 +226,10 @@ def float16_answer(module) -> int:
     every MPI rank alike, before anything is simulated)."""
     mine = module.choose_ps_for_float16()
     if not is_int(mine) or not 1 <= mine <= MOST_PS:
-        raise CheckFailed(f"choose_ps_for_float16 returned {mine!r}, expected an int "
-                          f"1..{MOST_PS}", tr("return the number of ps tasks",
+        raise CheckFailed(tr(f"choose_ps_for_float16 returned {mine!r}, expected an int "
+                             f"1..{MOST_PS}",
+                             f"choose_ps_for_float16 返回了 {mine!r}，应为 1..{MOST_PS} 的整数"),
+                          tr("return the number of ps tasks",
                                               "返回参数服务器任务的个数"))
     return mine
 
@@ -246,8 +267,10 @@ def task_ranks(ps: int, ranks: int) -> str:
 
 
 def _load_text(ps, load) -> str:
-    return (f"with {ps} ps task{'s' if ps > 1 else ''} the busiest ps NIC is busy "
-            f"{load.busy:.0%} of the time (out {load.busy_out:.0%}, in {load.busy_in:.0%})")
+    return tr(f"with {ps} ps task{'s' if ps > 1 else ''} the busiest ps NIC is busy "
+              f"{load.busy:.0%} of the time (out {load.busy_out:.0%}, in {load.busy_in:.0%})",
+              f"{ps} 个参数服务器任务时，最忙的参数服务器网卡有 {load.busy:.0%} 的时间在忙"
+              f"（流出 {load.busy_out:.0%}，流入 {load.busy_in:.0%}）")
 
 
 def verify_float16(mine: int, load_of) -> str:
@@ -257,7 +280,8 @@ def verify_float16(mine: int, load_of) -> str:
     load = load_of(mine)
     if load.busy > FLOAT16_AT_MOST:
         raise CheckFailed(
-            f"{_load_text(mine, load)}; at most {FLOAT16_AT_MOST:.0%} wanted",
+            join(_load_text(mine, load), tr(f"; at most {FLOAT16_AT_MOST:.0%} wanted",
+                                            f"；要求至多 {FLOAT16_AT_MOST:.0%}")),
             tr("float16 halves the pushes only: every pull still carries the float32 weights, "
                "so the egress is the busier direction; and a worker whose push is shorter comes "
                "back for the weights sooner",
@@ -273,11 +297,15 @@ def verify_float16(mine: int, load_of) -> str:
     if fewer is not None and fewer.busy <= FLOAT16_AT_MOST:
         keep = "tasks also keep" if mine > 2 else "task also keeps"
         raise CheckFailed(
-            f"{mine - 1} ps {keep} every ps NIC at most {FLOAT16_AT_MOST:.0%} busy "
-            f"({fewer.busy:.0%})",
+            tr(f"{mine - 1} ps {keep} every ps NIC at most {FLOAT16_AT_MOST:.0%} busy "
+               f"({fewer.busy:.0%})",
+               f"{mine - 1} 个参数服务器任务也能让每块参数服务器网卡的忙碌时间不超过 "
+               f"{FLOAT16_AT_MOST:.0%}（{fewer.busy:.0%}）"),
             tr("the fewest that do: every ps task is one more machine to pay for",
                "够用即可，越少越好：每个参数服务器任务都要多占一台机器"))
-    return _load_text(mine, load) + (f"; with {mine - 1}, {fewer.busy:.0%}" if fewer else "")
+    return join(_load_text(mine, load),
+                tr(f"; with {mine - 1}, {fewer.busy:.0%}", f"；{mine - 1} 个时为 {fewer.busy:.0%}")
+                if fewer else "")
 
 
 def check_float16(module):

@@ -92,25 +92,33 @@ def _partitioner_hint(mine) -> str:
 def check_partitioner(module):
     mine = module.choose_partitioner()
     if mine is not None and not isinstance(mine, Partitioner):
-        raise CheckFailed(f"choose_partitioner returned {mine!r}, expected a partitioner "
-                          "(FixedShardsPartitioner, MinSizePartitioner or MaxSizePartitioner)",
+        raise CheckFailed(tr(f"choose_partitioner returned {mine!r}, expected a partitioner "
+                             "(FixedShardsPartitioner, MinSizePartitioner or MaxSizePartitioner)",
+                             f"choose_partitioner 返回了 {mine!r}，应为一个分区器"
+                             "（FixedShardsPartitioner、MinSizePartitioner 或 MaxSizePartitioner）"),
                           tr("return a partitioner object, e.g. FixedShardsPartitioner(2)",
                              "返回一个分区器对象，例如 FixedShardsPartitioner(2)"))
     stored = ps_bytes(mine)
     average = sum(stored.values()) / PS
     worst = max(stored, key=stored.get)
+    named = "不用分区器" if mine is None else describe(mine)
     if stored[worst] > AT_MOST * average:
         raise CheckFailed(
-            f"with {describe(mine)} {worst} stores {stored[worst]:,} bytes, "
-            f"{stored[worst] / average:.2f}x the average {average:,.0f} (at most {AT_MOST}x "
-            f"wanted); per ps: {stored}",
+            tr(f"with {describe(mine)} {worst} stores {stored[worst]:,} bytes, "
+               f"{stored[worst] / average:.2f}x the average {average:,.0f} (at most {AT_MOST}x "
+               f"wanted); per ps: {stored}",
+               f"{named}时，{worst} 存放 {stored[worst]:,} 字节，是平均值 {average:,.0f} 的 "
+               f"{stored[worst] / average:.2f} 倍（要求至多 {AT_MOST} 倍）；各参数服务器："
+               f"{stored}"),
             _partitioner_hint(mine),
             tr("FixedShardsPartitioner(3) cuts every variable into 3 shards (fewer for a "
                "variable with fewer rows), one per ps",
                "FixedShardsPartitioner(3) 把每个变量切成 3 个分片（行数更少的变量切得更少），"
                "每个参数服务器一个"))
-    return (f"{describe(mine)}: the busiest ps stores {stored[worst] / average:.2f}x the average "
-            f"({stored})")
+    return tr(f"{describe(mine)}: the busiest ps stores {stored[worst] / average:.2f}x the "
+              f"average ({stored})",
+              f"{named}：最忙的参数服务器存放的是平均值的 {stored[worst] / average:.2f} 倍"
+              f"（{stored}）")
 
 
 # -- exercise 2 ------------------------------------------------------------------------------
@@ -130,7 +138,8 @@ def check_runs(module):
     mine = module.predict_function_runs()
     functions, runs = function_runs()
     if not is_int(mine):
-        raise CheckFailed(f"predict_function_runs returned {mine!r}, expected an int",
+        raise CheckFailed(tr(f"predict_function_runs returned {mine!r}, expected an int",
+                             f"predict_function_runs 返回了 {mine!r}，应为整数"),
                           tr("return the number of function runs", "返回函数运行的次数"))
     if mine != runs:
         if mine == functions:
@@ -147,14 +156,16 @@ def check_runs(module):
                       "其他函数不受影响")
         else:
             hint = tr("every scheduled function runs at least once", "每个被调度的函数至少运行一次")
-        raise CheckFailed(f"you predicted {mine} function runs; the simulation started {runs}",
+        raise CheckFailed(tr(f"you predicted {mine} function runs; the simulation started "
+                             f"{runs}", f"你预测函数运行 {mine} 次；模拟中启动了 {runs} 次"),
                           hint, tr(f"{FAILURE['steps']} steps / {FAILURE['steps_per_execution']} "
                                    "per function = 5 functions, and the one on worker:1 at "
                                    "250 us runs twice",
                                    f"{FAILURE['steps']} 步 / 每个函数 "
                                    f"{FAILURE['steps_per_execution']} 步 = 5 个函数，"
                                    "250 微秒时在 worker:1 上的那个运行两次"))
-    return f"{runs} runs of {functions} functions: one ran twice"
+    return tr(f"{runs} runs of {functions} functions: one ran twice",
+              f"{functions} 个函数运行了 {runs} 次：其中一个运行了两次")
 
 
 # -- exercise 3 ------------------------------------------------------------------------------
@@ -177,8 +188,10 @@ def training_ns(steps_per_execution) -> int:
 def check_packing(module):
     mine = module.choose_steps_per_execution()
     if mine not in CHOICES or not is_int(mine):
-        raise CheckFailed(f"choose_steps_per_execution returned {mine!r}, expected one of "
-                          f"{CHOICES}", tr("return a divisor of the 40 steps",
+        raise CheckFailed(tr(f"choose_steps_per_execution returned {mine!r}, expected one of "
+                             f"{CHOICES}",
+                             f"choose_steps_per_execution 返回了 {mine!r}，应为 {CHOICES} 之一"),
+                          tr("return a divisor of the 40 steps",
                                            "返回 40 步的一个约数"))
     took = training_ns(mine)
     measured = tr("measured: " + ", ".join(f"{k}: {training_ns(k) / 1e6:.2f} ms"
@@ -213,18 +226,23 @@ def check_packing(module):
                       "other runs the epoch's last one",
                       f"{functions} 个长函数分给 2 个工作器：一个函数的所有步都在同一个工作器上，"
                       "每个周期结束前，一个工作器运行该周期最后一个函数时另一个闲着")
-        raise CheckFailed(f"steps_per_execution={mine} trains the 40 steps in "
-                          f"{took / 1e6:.2f} ms (at most {WITHIN_NS / 1e6:.1f} ms wanted)",
+        raise CheckFailed(tr(f"steps_per_execution={mine} trains the 40 steps in "
+                             f"{took / 1e6:.2f} ms (at most {WITHIN_NS / 1e6:.1f} ms wanted)",
+                             f"steps_per_execution={mine} 训练 40 步用了 {took / 1e6:.2f} ms"
+                             f"（要求至多 {WITHIN_NS / 1e6:.1f} ms）"),
                           hint, measured)
     smaller = [k for k in CHOICES if k < mine and training_ns(k) <= WITHIN_NS]
     if smaller:
-        raise CheckFailed(f"steps_per_execution={smaller[0]} also trains within "
-                          f"{WITHIN_NS / 1e6:.1f} ms ({training_ns(smaller[0]) / 1e6:.2f} ms)",
+        raise CheckFailed(tr(f"steps_per_execution={smaller[0]} also trains within "
+                             f"{WITHIN_NS / 1e6:.1f} ms ({training_ns(smaller[0]) / 1e6:.2f} ms)",
+                             f"steps_per_execution={smaller[0]} 也能在 {WITHIN_NS / 1e6:.1f} ms "
+                             f"内训练完（{training_ns(smaller[0]) / 1e6:.2f} ms）"),
                           tr("the smallest that does: the coordinator hears from the workers "
                              "more often, and a failed worker's re-run repeats fewer steps",
                              "够用即可，越小越好：协调器更常得到工作器的消息，"
                              "工作器故障时重新运行的步也更少"), measured)
-    return f"steps_per_execution={mine}: 40 steps in {training_ns(mine) / 1e6:.2f} ms"
+    return tr(f"steps_per_execution={mine}: 40 steps in {training_ns(mine) / 1e6:.2f} ms",
+              f"steps_per_execution={mine}：40 步用了 {training_ns(mine) / 1e6:.2f} ms")
 
 
 # -- exercise 4 ------------------------------------------------------------------------------
@@ -254,23 +272,28 @@ def prepare_labels_job(module):
     cluster = InProcessCluster()
     fn = module.register_functions(cluster, dataset_fn)
     if not callable(fn):
-        raise CheckFailed(f"register_functions returned {fn!r}, expected the function the "
-                          "coordinator schedules", tr("return the function itself (not its "
-                                                      "name, not its result)",
-                                                      "返回函数本身（不是它的名字，也不是它的结果）"))
+        raise CheckFailed(tr(f"register_functions returned {fn!r}, expected the function the "
+                             "coordinator schedules",
+                             f"register_functions 返回了 {fn!r}，应为协调器调度的那个函数"),
+                          tr("return the function itself (not its "
+                             "name, not its result)",
+                             "返回函数本身（不是它的名字，也不是它的结果）"))
     name = getattr(fn, "__name__", repr(fn))
     if not _registered(cluster, fn):
         raise CheckFailed(
-            f"the function to schedule, {name}, is not registered (registered: "
-            f"{sorted(cluster.functions) or 'nothing'})",
+            tr(f"the function to schedule, {name}, is not registered (registered: "
+               f"{sorted(cluster.functions) or 'nothing'})",
+               f"要调度的函数 {name} 没有注册（已注册：{sorted(cluster.functions) or '无'}）"),
             tr("across MPI ranks a scheduled function travels by its registered name only: "
                "call cluster.register(fn) in register_functions, which every rank runs",
                "跨 MPI 进程时，被调度的函数只以注册名传过去：在每个进程都会运行的 "
                "register_functions 里调用 cluster.register(fn)"))
     if not _registered(cluster, dataset_fn):
         raise CheckFailed(
-            f"dataset_fn is not registered (registered: {sorted(cluster.functions)}): a "
-            "worker on another rank could not build its per-worker dataset",
+            tr(f"dataset_fn is not registered (registered: {sorted(cluster.functions)}): a "
+               "worker on another rank could not build its per-worker dataset",
+               f"dataset_fn 没有注册（已注册：{sorted(cluster.functions)}）：其他进程上的工作器"
+               "无法构建它的每工作器数据集"),
             tr("the dataset function travels too: each worker builds its per-worker dataset "
                "itself, on its own rank, from the dataset function's registered name; "
                "register dataset_fn as well",
@@ -326,7 +349,8 @@ def verify_labels(result, name: str) -> str:
     """What rank 0 sees of the job: every function's label counts right, else CheckFailed."""
     got = result.returns["chief:0"]
     if "error" in got:
-        raise CheckFailed(f"{name} failed on a worker: {got['error']}",
+        raise CheckFailed(tr(f"{name} failed on a worker: {got['error']}",
+                             f"{name} 在一个工作器上失败了：{got['error']}"),
                           tr("the function runs on the worker: next(iterator) gives its next "
                              "(x, y) batch; return the counts as numbers or a numpy array",
                              "这个函数在工作器上运行：next(iterator) 给出它的下一个 (x, y) "
@@ -349,16 +373,22 @@ def verify_labels(result, name: str) -> str:
             hint = tr("take one batch with x, y = next(iterator) and count each label in y, "
                       "class 0 first", "用 x, y = next(iterator) 取一个批次，数出 y 中每个"
                       "标签出现的次数，类别 0 在前")
-        raise CheckFailed(f"{name}#{number} ran on {worker} and returned {mine.tolist()}; "
-                          f"its batch ({worker}'s batch {j}) holds {counts.tolist()} "
-                          "examples of classes 0-3", hint)
+        raise CheckFailed(tr(f"{name}#{number} ran on {worker} and returned {mine.tolist()}; "
+                             f"its batch ({worker}'s batch {j}) holds {counts.tolist()} "
+                             "examples of classes 0-3",
+                             f"{name}#{number} 在 {worker} 上运行，返回了 {mine.tolist()}；它的"
+                             f"批次（{worker} 的第 {j} 个批次）中类别 0-3 的样本数是 "
+                             f"{counts.tolist()}"), hint)
     per_worker = {}
     for worker, _, _ in want.values():
         per_worker[worker] = per_worker.get(worker, 0) + 1
     total = sum(np.asarray(v) for v in got["values"])
-    return (f"{SCHEDULED} runs of {name} by name ("
-            + ", ".join(f"{w}: {n}" for w, n in sorted(per_worker.items()))
-            + f"); label counts of the {int(total.sum())} examples: {total.tolist()}")
+    spread = ", ".join(f"{w}: {n}" for w, n in sorted(per_worker.items()))
+    return tr(f"{SCHEDULED} runs of {name} by name ({spread}); label counts of the "
+              f"{int(total.sum())} examples: {total.tolist()}",
+              f"按名字运行 {name} {SCHEDULED} 次（{spread}）；{int(total.sum())} 个样本的标签"
+              f"计数：{total.tolist()}")
+
 
 
 def check_labels(module):

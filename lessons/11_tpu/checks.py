@@ -89,13 +89,17 @@ def verify_ici(module, x, y, measured) -> None:
     for nbytes, real in measured:
         mine = module.ici_bytes_per_chip(x, y, nbytes)
         if not is_int(mine):
-            raise CheckFailed(f"ici_bytes_per_chip({x}, {y}, {nbytes}) returned {mine!r}, "
-                              f"expected an int", tr("return a number of bytes",
+            raise CheckFailed(tr(f"ici_bytes_per_chip({x}, {y}, {nbytes}) returned {mine!r}, "
+                                 "expected an int",
+                                 f"ici_bytes_per_chip({x}, {y}, {nbytes}) 返回了 {mine!r}，应为"
+                                 "整数"), tr("return a number of bytes",
                                                      "返回字节数（整数）"))
         if mine != real:
             raise CheckFailed(
-                f"ici_bytes_per_chip({x}, {y}, {nbytes}) returned {mine:,}; each chip of "
-                f"the simulated {x}x{y} slice sent {real:,} bytes over ICI",
+                tr(f"ici_bytes_per_chip({x}, {y}, {nbytes}) returned {mine:,}; each chip of "
+                   f"the simulated {x}x{y} slice sent {real:,} bytes over ICI",
+                   f"ici_bytes_per_chip({x}, {y}, {nbytes}) 返回了 {mine:,}；模拟的 {x}x{y} "
+                   f"切片中每个芯片经 ICI 发送了 {real:,} 字节"),
                 _ici_hint(mine, x, y, nbytes),
                 tr("2(x - 1) ceil(nbytes / x) + 2(y - 1) ceil(nbytes / y)",
                    "2(x - 1) ceil(nbytes / x) + 2(y - 1) ceil(nbytes / y)"))
@@ -104,7 +108,8 @@ def verify_ici(module, x, y, measured) -> None:
 def check_ici(module):
     for x, y in TORI:
         verify_ici(module, x, y, measured_ici(x, y))
-    return f"right for the {', '.join(f'{x}x{y}' for x, y in TORI)} tori, to the byte"
+    tori = ", ".join(f"{x}x{y}" for x, y in TORI)
+    return tr(f"right for the {tori} tori, to the byte", f"{tori} 环面都正确，精确到字节")
 
 
 # -- exercise 2 ------------------------------------------------------------------------------
@@ -123,14 +128,18 @@ def utilization(k) -> float:
 def check_steps_per_execution(module):
     mine = module.steps_per_execution_for_90_percent()
     if not is_int(mine) or not 1 <= mine <= MOST_STEPS:
-        raise CheckFailed(f"steps_per_execution_for_90_percent returned {mine!r}, expected an "
-                          f"int 1..{MOST_STEPS}", tr("return steps_per_execution, an int",
+        raise CheckFailed(tr(f"steps_per_execution_for_90_percent returned {mine!r}, expected "
+                             f"an int 1..{MOST_STEPS}",
+                             f"steps_per_execution_for_90_percent 返回了 {mine!r}，应为 "
+                             f"1..{MOST_STEPS} 的整数"), tr("return steps_per_execution, an int",
                                                      "返回 steps_per_execution（整数）"))
     used = utilization(mine)
     if used < TARGET:
         raise CheckFailed(
-            f"with steps_per_execution={mine} the cores are busy {used:.1%} of the time "
-            f"(at least {TARGET:.0%} wanted)",
+            tr(f"with steps_per_execution={mine} the cores are busy {used:.1%} of the time "
+               f"(at least {TARGET:.0%} wanted)",
+               f"steps_per_execution={mine} 时核心有 {used:.1%} 的时间在忙（要求至少 "
+               f"{TARGET:.0%}）"),
             tr("90% busy means the 100 us dispatch is a ninth of the K steps' busy time: "
                "get a step's busy time b from the utilization at K = 1 (9.1%), then solve "
                "K b / (K b + 100 us) >= 0.9", "忙碌 90% 意味着 100 微秒的分派只占 K 步忙碌时间的"
@@ -140,12 +149,15 @@ def check_steps_per_execution(module):
                "b = 100 x 0.0909 / 0.9091 = 10 微秒，所以 K >= 9 x 100 / 10"))
     if mine > 1 and utilization(mine - 1) >= TARGET:
         raise CheckFailed(
-            f"steps_per_execution={mine - 1} also keeps the cores {TARGET:.0%} busy "
-            f"({utilization(mine - 1):.2%})",
+            tr(f"steps_per_execution={mine - 1} also keeps the cores {TARGET:.0%} busy "
+               f"({utilization(mine - 1):.2%})",
+               f"steps_per_execution={mine - 1} 也能让核心 {TARGET:.0%} 的时间在忙"
+               f"（{utilization(mine - 1):.2%}）"),
             tr("the smallest that does: the host only sees the model (callbacks, logs, "
                "checkpoints) between executions", "够用的最小值即可：主机只能在两次执行之间"
                "看到模型（回调、日志、检查点）"))
-    return f"steps_per_execution={mine}: the cores are busy {used:.2%} of the time"
+    return tr(f"steps_per_execution={mine}: the cores are busy {used:.2%} of the time",
+              f"steps_per_execution={mine}：核心有 {used:.2%} 的时间在忙")
 
 
 # -- exercise 3 ------------------------------------------------------------------------------
@@ -173,8 +185,10 @@ def check_batches(module):
     answer = module.batches_that_compile(CANDIDATES)
     mine = as_set(answer, is_int)
     if mine is None:
-        raise CheckFailed(f"batches_that_compile{CANDIDATES} returned {answer!r}, expected a "
-                          f"set of ints", tr("return a set of batch sizes",
+        raise CheckFailed(tr(f"batches_that_compile{CANDIDATES} returned {answer!r}, expected "
+                             "a set of ints",
+                             f"batches_that_compile{CANDIDATES} 返回了 {answer!r}，应为整数的"
+                             "集合"), tr("return a set of batch sizes",
                                              "返回批次大小的集合（set）"))
     real = {b for b in CANDIDATES if compiles(b)}
     if mine != real:
@@ -182,6 +196,9 @@ def check_batches(module):
         wrong = (f"includes {extra}, which fail" if extra else "") + \
             ("; " if extra and missing else "") + \
             (f"leaves out {missing}, which train" if missing else "")
+        wrong_zh = (f"包含了会失败的 {extra}" if extra else "") + \
+            ("；" if extra and missing else "") + \
+            (f"漏掉了能训练的 {missing}" if missing else "")
         if any(b % 8 for b in extra):
             hint = tr("each of the 8 cores gets the same static shape: the global batch must "
                       "be a multiple of 8", "8 个核心拿到的形状必须相同且固定：全局批次大小"
@@ -195,12 +212,16 @@ def check_batches(module):
         else:
             hint = tr("a multiple of 8 that divides 1,024 gives full batches all epoch long",
                       "既是 8 的倍数又整除 1,024 的批次大小，整个周期里都是完整的批次")
-        raise CheckFailed(f"batches_that_compile{CANDIDATES} returned {sorted(mine)}: it "
-                          f"{wrong}", hint,
+        raise CheckFailed(tr(f"batches_that_compile{CANDIDATES} returned {sorted(mine)}: it "
+                             f"{wrong}",
+                             f"batches_that_compile{CANDIDATES} 返回了 {sorted(mine)}：它"
+                             f"{wrong_zh}"), hint,
                           tr("keep b with b % 8 == 0 and 1024 % b == 0",
                              "保留满足 b % 8 == 0 且 1024 % b == 0 的 b"))
-    return (f"{sorted(real)} train a whole epoch with static shapes only; the others stop "
-            "with a shape error")
+    return tr(f"{sorted(real)} train a whole epoch with static shapes only; the others stop "
+              "with a shape error",
+              f"只有 {sorted(real)} 能以静态形状训练完整个周期；其他的会因形状错误而停止")
+
 
 
 CHECKS = [

@@ -52,26 +52,32 @@ def _per_batch(visits) -> list[int]:
 
 # -- exercise 1 ------------------------------------------------------------------------------
 
-def _who_ran_what(order) -> str:
+def _who_ran_what(order, lang: str = "en") -> str:
     workers = {}
     for pid, name in order:
         workers.setdefault(pid, []).append(name.replace("eval_step", ""))
-    return "; ".join(f"{pid} ran {', '.join(names)}" for pid, names in sorted(workers.items()))
+    ran = " ran " if lang == "en" else " 运行了 "
+    return ("; " if lang == "en" else "；").join(
+        f"{pid}{ran}{', '.join(names)}" for pid, names in sorted(workers.items()))
 
 
 def check_visits(module):
     answer = module.predict_eval_visits()
     mine = as_tuple(answer, 2, is_int)
     if mine is None:
-        raise CheckFailed(f"predict_eval_visits returned {answer!r}, expected a pair of ints "
-                          "(counted_twice, never_counted)",
+        raise CheckFailed(tr(f"predict_eval_visits returned {answer!r}, expected a pair of "
+                             "ints (counted_twice, never_counted)",
+                             f"predict_eval_visits 返回了 {answer!r}，应为一对整数 "
+                             "(counted_twice, never_counted)"),
                           tr("return two numbers of examples, e.g. (0, 0)",
                              "返回两个样本数，例如 (0, 0)"))
     ev = evaluation("distributed")
     real = counted(ev["visits"])
     if tuple(mine) == real:
-        return (f"{real[0]} examples counted twice, {real[1]} never: visits per batch "
-                f"{_per_batch(ev['visits'])}, {ev['counted']} visits in the metric")
+        return tr(f"{real[0]} examples counted twice, {real[1]} never: visits per batch "
+                  f"{_per_batch(ev['visits'])}, {ev['counted']} visits in the metric",
+                  f"{real[0]} 个样本被算了两次，{real[1]} 个从未被算：每个批次的访问次数 "
+                  f"{_per_batch(ev['visits'])}，指标中共 {ev['counted']} 次访问")
     twice, never = mine
     if (twice, never) == (real[0] // BATCH, real[1] // BATCH):
         hint = tr("count examples, not batches: a batch holds 32 examples",
@@ -104,10 +110,12 @@ def check_visits(module):
                   "列出每个工作器的迭代器交出的批次：worker:0 是 0、2、4、6（然后又是 0），"
                   "worker:1 是 1、3、5、7，重启后从头开始")
     raise CheckFailed(
-        f"you predicted {twice} examples counted twice and {never} never; the simulated "
-        f"evaluation counted {real[0]} twice and {real[1]} never",
+        tr(f"you predicted {twice} examples counted twice and {never} never; the simulated "
+           f"evaluation counted {real[0]} twice and {real[1]} never",
+           f"你预测 {twice} 个样本被算两次、{never} 个从未被算；模拟的评估中 {real[0]} 个被算两次、"
+           f"{real[1]} 个从未被算"),
         hint, tr(f"{_who_ran_what(ev['order'])}; visits per batch {_per_batch(ev['visits'])}",
-                 f"{_who_ran_what(ev['order'])}；每个批次的访问次数 "
+                 f"{_who_ran_what(ev['order'], 'zh')}；每个批次的访问次数 "
                  f"{_per_batch(ev['visits'])}"))
 
 
@@ -135,13 +143,16 @@ def check_exactly_once(module):
     answer = module.choose_exactly_once()
     mine = as_tuple(answer, 3)
     if mine is None or mine[0] not in STYLES or not (is_int(mine[1]) and is_int(mine[2])):
-        raise CheckFailed(f"choose_exactly_once returned {answer!r}, expected (style, shards, "
-                          f"runs) with a style among {', '.join(STYLES)}",
+        raise CheckFailed(tr(f"choose_exactly_once returned {answer!r}, expected (style, "
+                             f"shards, runs) with a style among {', '.join(STYLES)}",
+                             f"choose_exactly_once 返回了 {answer!r}，应为 (style, shards, runs)，"
+                             f"style 取 {', '.join(STYLES)} 之一"),
                           tr('return a tuple such as ("inline", 2, 3)',
                              '返回一个元组，例如 ("inline", 2, 3)'))
     style, shards, runs = mine
     if style != "exactly_once":
-        raise CheckFailed(f"style {style!r} does not count every example once on the workers",
+        raise CheckFailed(tr(f"style {style!r} does not count every example once on the "
+                             "workers", f"style {style!r} 不能在工作器上把每个样本恰好算一次"),
                           _STYLE_HINTS[style],
                           tr("tf_keras's Model.compile(pss_evaluation_shards=N): each shard "
                              "adds to accumulators of its own, returned; only a run that ends "
@@ -149,8 +160,10 @@ def check_exactly_once(module):
                              "每个分片累加到自己的累加器里并作为结果返回；只有运行完的那次才算数"))
     if not WORKERS <= shards <= BATCHES:
         raise CheckFailed(
-            f"{shards} shards: expected {WORKERS} to {BATCHES} (at least one per worker, at "
-            "most one per batch)",
+            tr(f"{shards} shards: expected {WORKERS} to {BATCHES} (at least one per worker, at "
+               "most one per batch)",
+               f"{shards} 个分片：应为 {WORKERS} 到 {BATCHES} 个（每个工作器至少一个，每个批次"
+               "至多一个）"),
             tr("fewer shards than workers leaves a worker idle; more shards than the 8 "
                "batches gives functions that evaluate nothing",
                "分片比工作器少，就有工作器闲着；分片比 8 个批次还多，就会有什么也不评估的函数"))
@@ -158,8 +171,10 @@ def check_exactly_once(module):
     real = sum(ev["runs"].values())
     again = sorted(name for name, n in ev["runs"].items() if n > 1)
     if counted(ev["visits"]) != (0, 0):  # the style's promise, measured
-        raise CheckFailed(f"exactly_once with {shards} shards counted visits per batch "
-                          f"{_per_batch(ev['visits'])}", tr("report this: exactly-once "
+        raise CheckFailed(tr(f"exactly_once with {shards} shards counted visits per batch "
+                             f"{_per_batch(ev['visits'])}",
+                             f"{shards} 个分片的 exactly_once 统计的每批次访问次数是 "
+                             f"{_per_batch(ev['visits'])}"), tr("report this: exactly-once "
                                                             "evaluation broke its promise",
                                                             "请报告：恰好一次评估没有兑现承诺"))
     if runs != real:
@@ -179,12 +194,16 @@ def check_exactly_once(module):
             hint = tr("one function per shard, plus one more run for a shard cut short by "
                       "the failure", "每个分片一个函数，再加上被故障打断的分片多运行的一次")
         raise CheckFailed(
-            f"you predicted {runs} evaluation function runs with {shards} shards; the trace "
-            f"shows {real}", hint,
+            tr(f"you predicted {runs} evaluation function runs with {shards} shards; the trace "
+               f"shows {real}",
+               f"你预测 {shards} 个分片时评估函数运行 {runs} 次；轨迹显示 {real} 次"), hint,
             tr(f"runs per function: {ev['runs']}", f"每个函数的运行次数：{ev['runs']}"))
     twice = f", {again[0]} twice" if again else ", none twice"
-    return (f"exactly_once with {shards} shards: each of the {EXAMPLES} examples counted once; "
-            f"{real} runs{twice}")
+    twice_zh = f"，{again[0]} 运行了两次" if again else "，没有运行两次的"
+    return tr(f"exactly_once with {shards} shards: each of the {EXAMPLES} examples counted "
+              f"once; {real} runs{twice}",
+              f"{shards} 个分片的 exactly_once：{EXAMPLES} 个样本每个恰好算一次；运行 {real} 次"
+              f"{twice_zh}")
 
 
 # -- exercise 3 ------------------------------------------------------------------------------
@@ -254,14 +273,17 @@ def verify_sidecar(mine, side: dict) -> str:
     what it evaluates and skips, or a CheckFailed with a hint."""
     names = list(side["begins"])
     if as_set(mine) is None or not all(n in names for n in mine):
-        raise CheckFailed(f"predict_sidecar returned {mine!r}, expected a list of checkpoint "
-                          f"names among {names[0]} .. {names[-1]}",
+        raise CheckFailed(tr(f"predict_sidecar returned {mine!r}, expected a list of "
+                             f"checkpoint names among {names[0]} .. {names[-1]}",
+                             f"predict_sidecar 返回了 {mine!r}，应为 {names[0]} .. {names[-1]} "
+                             "中检查点名称的列表"),
                           tr('return a list of names such as ["ckpt-0", "ckpt-2"]',
                              '返回名称列表，例如 ["ckpt-0", "ckpt-2"]'))
     real = side["evaluated"]
     chosen = sorted(set(mine), key=names.index)
     if chosen == real:
-        return (f"it evaluates {', '.join(real)} and skips {', '.join(side['skipped'])}")
+        return tr(f"it evaluates {', '.join(real)} and skips {', '.join(side['skipped'])}",
+                  f"它评估 {', '.join(real)}，跳过 {', '.join(side['skipped'])}")
     extra = [n for n in chosen if n not in real]
     missing = [n for n in real if n not in chosen]
     if chosen == names:
@@ -297,7 +319,12 @@ def verify_sidecar(mine, side: dict) -> str:
     wrong = (f"includes {extra}, which it skips" if extra else "") + \
         ("; " if extra and missing else "") + \
         (f"leaves out {missing}, which it evaluates" if missing else "")
-    raise CheckFailed(f"predict_sidecar returned {chosen}: it {wrong}", hint,
+    wrong_zh = (f"包含了它跳过的 {extra}" if extra else "") + \
+        ("；" if extra and missing else "") + \
+        (f"漏掉了它评估的 {missing}" if missing else "")
+    raise CheckFailed(tr(f"predict_sidecar returned {chosen}: it {wrong}",
+                         f"predict_sidecar 返回了 {chosen}：它{wrong_zh}"), hint,
+
                       tr(f"new checkpoints at each look that found one: {_looks(side)}",
                          f"每次发现新检查点的查看：{_looks(side)}"))
 

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from simdist.base.files import save_figure
+from simdist.trace.figure_lang import word
 from simdist.trace.schema import Trace
 from simdist.hardware.units import format_bytes, format_ns, time_unit
 
@@ -119,8 +120,9 @@ def step_windows(trace: Trace) -> list[tuple[int, int]]:
 
 
 def plot_timeline(trace: Trace, path=None, title: str | None = None, max_flows: int = 400,
-                  steps_shown: int | None = None):
-    """Draw the trace as a timeline (one row per task lane) and save it as a PNG if ``path``.
+                  steps_shown: int | None = None, lang: str | None = None):
+    """Draw the trace as a timeline (one row per task lane) and save it as a PNG if ``path``;
+    its own labels in ``lang`` (default: ``figure_lang.set_language``'s, English).
 
     ``steps_shown=N``: when the trace holds more than N training steps (``step_windows``),
     the first panel draws only the first N, large enough to read every compute span, ring
@@ -150,28 +152,27 @@ def plot_timeline(trace: Trace, path=None, title: str | None = None, max_flows: 
     flows = _draw_lanes(ax, trace, rows, colors, shown, scale, max_flows)
     what = title or trace.metadata.get("program", "simdist trace")
     if window:
-        what += f": step{'s' if steps_shown > 1 else ''} " + (
-            "0" if steps_shown == 1 else f"0-{steps_shown - 1}") + f" of {len(steps)}"
+        what += word("steps_of", lang, s="s" if steps_shown > 1 else "", n=len(steps),
+                     which="0" if steps_shown == 1 else f"0-{steps_shown - 1}")
     ax.set_title(what)
-    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_xlabel(word("simulated_time", lang, unit=unit))
     if not rows:
-        ax.text(0.5, 0.5, "empty trace: nothing was recorded", transform=ax.transAxes,
+        ax.text(0.5, 0.5, word("empty", lang), transform=ax.transAxes,
                 ha="center", va="center", color="0.4")
     if counters:  # queue depths, buffer sizes...: a panel of their own under the lanes
         ax.set_xlabel("")
         axes[1].sharex(ax)
-        _plot_counters(axes[1], counters, scale, unit)
+        _plot_counters(axes[1], counters, scale, unit, lang)
     if window:  # the whole run, small, with the steps drawn above shaded
         overview = axes[-1]
         o_unit, o_scale = time_unit(end)
         _draw_lanes(overview, trace, rows, colors, (0, end), o_scale, 0, labels=False)
         overview.axvspan(window[0] / o_scale, window[1] / o_scale, color="gold", alpha=0.3,
                          zorder=0.8)
-        overview.set_title(f"the whole run: {len(steps)} steps (the steps drawn above are "
-                           "shaded)", fontsize=9)
-        overview.set_xlabel(f"simulated time ({o_unit})")
+        overview.set_title(word("whole_run", lang, n=len(steps)), fontsize=9)
+        overview.set_xlabel(word("simulated_time", lang, unit=o_unit))
         overview.tick_params(axis="y", labelsize=5)
-    _legend(fig, trace, colors, flows)
+    _legend(fig, trace, colors, flows, lang)
     if path is not None:
         save_figure(fig, path, dpi=120)
     return fig
@@ -249,7 +250,7 @@ def _draw_lanes(ax, trace: Trace, rows, colors, window, scale, max_flows, labels
     return flows, len(visible)
 
 
-def _legend(fig, trace: Trace, colors, flows):
+def _legend(fig, trace: Trace, colors, flows, lang: str | None = None):
     """The categories' colours, the message arrows and instants, under the panels."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -257,13 +258,13 @@ def _legend(fig, trace: Trace, colors, flows):
     drawn, total = flows
     handles = [Patch(color=color, label=key) for key, color in colors.items()]
     if drawn:
-        label = "message" if len(drawn) == total else \
-            f"message ({len(drawn)} of {total} shown)"
+        label = word("message", lang) if len(drawn) == total else \
+            word("message_some", lang, drawn=len(drawn), total=total)
         handles.append(Line2D([], [], color="0.25", linewidth=0.8, marker=">",
                               markersize=4, label=label))
     if trace.instants:
         handles.append(Line2D([], [], color="black", marker="v", linestyle="",
-                              markersize=5, label="instant"))
+                              markersize=5, label=word("instant", lang)))
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8),
                    fontsize=8, frameon=False)
@@ -279,27 +280,29 @@ def _counter_series(trace: Trace) -> dict:
     return series
 
 
-def _plot_counters(ax, series: dict, scale: float, unit: str):
+def _plot_counters(ax, series: dict, scale: float, unit: str, lang: str | None = None):
     for label, points in series.items():
         ax.step([t / scale for t, _ in points], [v for _, v in points], where="post",
                 label=label, linewidth=1)
-    ax.set_ylabel("counters", fontsize=8)
-    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_ylabel(word("counters", lang), fontsize=8)
+    ax.set_xlabel(word("simulated_time", lang, unit=unit))
     ax.grid(color="0.9", linewidth=0.6)
     ax.legend(fontsize=7, loc="upper left", frameon=False)
 
 
-def plot_queue_occupancy(trace: Trace, queue: str, path=None, title: str | None = None):
+def plot_queue_occupancy(trace: Trace, queue: str, path=None, title: str | None = None,
+                         lang: str | None = None):
     """A queue's size over time (its "queue NAME" counter) above the time its consumers
     spent waiting on it (the "wait" spans of its dequeue ops): where the second is not
     empty, the consumer was starved. Saved as a PNG if ``path``."""
-    return plot_queue_comparison({"": trace}, queue, path,
-                                 title or f"queue {queue!r}: occupancy and consumer starvation")
+    return plot_queue_comparison({"": trace}, queue, path, title, lang)
 
 
-def plot_queue_comparison(traces: dict, queue: str, path=None, title: str | None = None):
+def plot_queue_comparison(traces: dict, queue: str, path=None, title: str | None = None,
+                          lang: str | None = None):
     """``plot_queue_occupancy`` for several runs of one program ({label: trace}, e.g. the
-    simulated and the real one), one pair of panels each, on one time axis."""
+    simulated and the real one), one pair of panels each, on one time axis; its own labels
+    in ``lang`` (default: ``figure_lang.set_language``'s)."""
     from matplotlib.figure import Figure
 
     end = max([1] + [trace.end_time() for trace in traces.values()])
@@ -307,7 +310,7 @@ def plot_queue_comparison(traces: dict, queue: str, path=None, title: str | None
     fig = Figure(figsize=(11, 1.2 + 3 * len(traces)), layout="constrained")
     axes = fig.subplots(2 * len(traces), 1, sharex=True, height_ratios=[3, 1] * len(traces),
                         squeeze=False)[:, 0]
-    fig.suptitle(title or f"queue {queue!r}: occupancy and consumer starvation")
+    fig.suptitle(title or word("queue_title", lang, queue=queue))
     for k, (label, trace) in enumerate(traces.items()):
         top, bottom = axes[2 * k], axes[2 * k + 1]
         samples = [(c.t, c.values["size"]) for c in trace.counters
@@ -319,17 +322,19 @@ def plot_queue_comparison(traces: dict, queue: str, path=None, title: str | None
             sizes = [0] + [n for _, n in samples] + [samples[-1][1]]
             top.step(times, sizes, where="post", color="tab:blue")
             top.fill_between(times, sizes, step="post", alpha=0.25, color="tab:blue")
-        top.set_ylabel(f"{label}\nelements in the queue" if label else "elements in the queue")
+        top.set_ylabel(f"{label}\n{word('in_queue', lang)}" if label else
+                       word("in_queue", lang))
         top.grid(color="0.9", linewidth=0.6)
         for span in waits:
             bottom.broken_barh([(span.start / scale, span.dur / scale)], (0, 1),
                                color="tab:red")
         starved = sum(s.dur for s in waits)
         share = 100 * starved / max(trace.end_time(), 1)
-        bottom.set_yticks([0.5], [f"starved\n{share:.0f}%"], fontsize=8)
+        bottom.set_yticks([0.5], [word("starved", lang, share=share)], fontsize=8)
         bottom.set_ylim(0, 1)
     clocks = {trace.metadata.get("clock", "simulated") for trace in traces.values()}
-    axes[-1].set_xlabel(f"{'simulated ' if clocks == {'simulated'} else ''}time ({unit})")
+    axes[-1].set_xlabel(word("simulated_time" if clocks == {"simulated"} else "time", lang,
+                             unit=unit))
     axes[-1].set_xlim(0, end / scale)
     if path is not None:
         save_figure(fig, path, dpi=120)

@@ -33,6 +33,7 @@ from simdist.graph.script_ops import timed_py_func
 from simdist.graph.server import Server, cluster_of_running_servers, stop_all_servers
 from simdist.graph._sim.world import world_of
 from simdist.sim.limits import DEFAULT_LIMITS, RunLimits, check_events, check_limits
+from simdist.trace.figure_lang import word
 from simdist.graph.session import Session
 
 QUEUE = "examples"
@@ -204,9 +205,10 @@ def starvation_sweep(capacities=(2, 4, 8, 16, 32), loader_threads=(1, 2, 3),
     return rows
 
 
-def plot_starvation(rows: list, path=None):
+def plot_starvation(rows: list, path=None, lang: str | None = None):
     """``starvation_sweep``'s rows drawn: the trainer's starved share of the time against the
-    queue's capacity, one line per number of loader threads. Saved as a PNG if ``path``."""
+    queue's capacity, one line per number of loader threads. Saved as a PNG if ``path``; its
+    words in ``lang`` (default: ``figure_lang``'s)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 4), layout="constrained")
@@ -215,11 +217,11 @@ def plot_starvation(rows: list, path=None):
         mine = sorted((r["capacity"], r["starved"]) for r in rows
                       if r["loader_threads"] == threads)
         ax.plot([c for c, _ in mine], [100 * s for _, s in mine], marker="o",
-                label=f"{threads} loader thread(s)")
+                label=word("loader_threads", lang, n=threads))
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("queue capacity (elements)")
-    ax.set_ylabel("trainer starved (% of the time)")
-    ax.set_title("a shared input queue: starvation vs capacity and enqueue threads")
+    ax.set_xlabel(word("capacity", lang))
+    ax.set_ylabel(word("starved_share", lang))
+    ax.set_title(word("starvation_title", lang))
     ax.grid(color="0.9", linewidth=0.6)
     ax.legend()
     if path is not None:

@@ -8,13 +8,14 @@ from __future__ import annotations
 from simdist.base.errors import InvalidArgumentError
 from simdist.base.files import save_figure
 from simdist.hardware.units import time_unit
+from simdist.trace.figure_lang import word
 from simdist.training.ps_training import PSTrainingRun, train_on_ps
 
 
-def plot_ps_training(run: PSTrainingRun, path=None):
+def plot_ps_training(run: PSTrainingRun, path=None, lang: str | None = None):
     """Each worker's loss against simulated time, the global step over time, and the
     gradients: applied and dropped per worker (sync) or the staleness histogram (async).
-    Saved as a PNG if ``path``."""
+    Saved as a PNG if ``path``; its words in ``lang`` (default: ``figure_lang``'s)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(12, 3.8), layout="constrained")
@@ -22,38 +23,40 @@ def plot_ps_training(run: PSTrainingRun, path=None):
     unit, scale = time_unit(max(run.trained_ns, 1))
     for k, runs in run.worker_runs.items():
         times = [t / scale for t, _, _ in runs]
-        loss_ax.plot(times, [loss for _, _, loss in runs], marker=".", label=f"worker {k}")
-        step_ax.step(times, [step for _, step, _ in runs], where="post", label=f"worker {k}")
+        name = word("worker", lang, k=k)
+        loss_ax.plot(times, [loss for _, _, loss in runs], marker=".", label=name)
+        step_ax.step(times, [step for _, step, _ in runs], where="post", label=name)
+
     for event in (e for e in run.trace.instants if e.cat == "fault"):
         for ax in (loss_ax, step_ax):
             ax.axvline(event.t / scale, color="tab:red" if "failed" in event.name else
                        "tab:gray", linestyle="--", linewidth=1)
         step_ax.annotate(f"{event.pid} {event.name.split()[-1]}", (event.t / scale, 0),
                          rotation=90, fontsize=7, va="bottom", ha="right")
-    loss_ax.set(title="loss seen by each worker", xlabel=f"simulated time ({unit})",
-                ylabel="loss (its own shard)")
-    step_ax.set(title="global step after each run", xlabel=f"simulated time ({unit})",
-                ylabel="global step")
+    time_label = word("simulated_time", lang, unit=unit)
+    loss_ax.set(title=word("loss_title", lang), xlabel=time_label, ylabel=word("loss", lang))
+    step_ax.set(title=word("step_title", lang), xlabel=time_label,
+                ylabel=word("global_step", lang))
     for ax in (loss_ax, step_ax):
         ax.grid(color="0.9", linewidth=0.6)
         ax.legend(fontsize=8)
     if run.mode == "async":
         values = sorted(set(run.staleness))
         grad_ax.bar(values, [run.staleness.count(v) for v in values], color="tab:orange")
-        grad_ax.set(title="staleness of applied gradients", xlabel="updates in between",
-                    ylabel="gradients")
+        grad_ax.set(title=word("staleness_title", lang), xlabel=word("in_between", lang),
+                    ylabel=word("gradients", lang))
     else:
         counts = run.gradients_by_worker()
         workers = list(counts)
-        grad_ax.bar(workers, [counts[k][0] for k in workers], label="applied",
+        grad_ax.bar(workers, [counts[k][0] for k in workers], label=word("applied", lang),
                     color="tab:green")
         grad_ax.bar(workers, [counts[k][1] for k in workers],
-                    bottom=[counts[k][0] for k in workers], label="dropped (stale)",
+                    bottom=[counts[k][0] for k in workers], label=word("dropped", lang),
                     color="tab:red")
-        grad_ax.set(title="gradients per worker", xlabel="worker", ylabel="gradients",
-                    xticks=workers)
+        grad_ax.set(title=word("per_worker", lang), xlabel=word("worker_axis", lang),
+                    ylabel=word("gradients", lang), xticks=workers)
         grad_ax.legend(fontsize=8)
-    fig.suptitle(f"between-graph {run.mode} training on parameter servers")
+    fig.suptitle(word("ps_title", lang, mode=run.mode))
     if path is not None:
         save_figure(fig, path, dpi=120)
     return fig
