@@ -47,12 +47,12 @@ class QueueRunner:
         self._running[sess] = len(self.enqueue_ops)
         threads = [world.start_client(f"{self.name}/QueueRunner {i}",
                                       lambda op=op: self._run(sess, op, coord), daemon,
-                                      sess.default_task)
+                                      sess.default_task, thread=True)
                    for i, op in enumerate(self.enqueue_ops)]
         if coord is not None:
             threads.append(world.start_client(f"{self.name}/close_on_stop",
                                               lambda: self._close_on_stop(sess, coord),
-                                              daemon, sess.default_task))
+                                              daemon, sess.default_task, thread=True))
             for thread in threads:
                 coord.register_thread(thread)
         return threads

@@ -85,6 +85,7 @@ class Session:
                               self.config.log_device_placement)
         self.master = Master(self.default_task)  # TF's master session of this session
         self.closed = False
+        self._in_flight: set = set()  # the MasterRuns of this session's runs now waiting
         self._last = threading.local()  # each thread (a queue runner's too) sees its own
         self.run_count = 0
 
@@ -95,7 +96,7 @@ class Session:
         if self._aborted:
             raise _aborted(self)
         if self.closed:
-            raise InvalidArgumentError("Attempted to use a closed Session.")
+            raise RuntimeError("Attempted to use a closed Session.")  # TF's class, too
         self._has_run = True  # TF's master session exists from the first run on
         leaves: list = []
         build = _flatten(fetches, leaves, self.graph)
@@ -130,9 +131,11 @@ class Session:
         if in_client:
             client.task = client.task or self.default_task
             client.run = run
+        self._in_flight.add(run)
         try:
             world.wait(run.start(world.tasks))
         finally:
+            self._in_flight.discard(run)
             if in_client:
                 client.run = None
         self._last.run = run.finish(None if in_client else world.trace_since(marks))
@@ -174,8 +177,17 @@ class Session:
         return self._placer.all_devices()
 
     def close(self):
+        """Close the session: the runs other simulated threads wait on in it are cancelled
+        (TF's CancelledError: a local session's blocked op says so, "Dequeue operation was
+        cancelled"; a server's master ends the step, "Step was cancelled by an explicit call
+        to `Session::Close()`.")."""
         if self._aborted:  # TF: the server has forgotten the session
             raise _aborted(self)
+        for run in list(self._in_flight):
+            run.abort(run.close_error(local=self._local is not None))
+        if current_client() is not None:  # a simulated thread: the others go on running
+            self.closed = True
+            return
         if self._local is not None and not self.closed:
             self._local.close()
             world = getattr(self, "_world", None)

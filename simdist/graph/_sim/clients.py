@@ -16,6 +16,7 @@ the simulation's, so a run is deterministic like every other simdist run.
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -43,8 +44,9 @@ class Client:
     """One client program: a function run on its own thread, one step at a time."""
 
     def __init__(self, name: str, fn, world, daemon: bool = False, task: str | None = None,
-                 enter=None):
+                 enter=None, thread: bool = False):
         self.name, self.fn, self.world = name, fn, world
+        self.thread = thread  # a program's own thread: its error ends it alone (``_run``)
         self.enter = enter  # called on the client's thread whenever it takes control
         self.daemon = daemon  # a daemon thread (TF's daemon=True) may be left waiting
         self.task = task  # the task whose process runs it ("job:index"), once known
@@ -87,6 +89,12 @@ class Client:
             self._go.release()
             self._back.acquire()  # the thread runs until it waits on an event or ends
             if self.finished:
+                if self.error is not None and self.thread:
+                    # Python's threading.excepthook: the thread ends, printing its error
+                    first = str(self.error).split("\n")[0]
+                    print(f"Exception in thread {self.name}: {type(self.error).__name__}: "
+                          f"{first}", file=sys.stderr)
+                    return None
                 if self.error is not None:
                     if self.world.over_ranks:  # the others learn of it at the end (all ranks)
                         self.world.client_errors.append((self.task or self.name,

@@ -323,6 +323,11 @@ class Executor:
         except BaseException as error:  # handed to the master, which raises it
             self.abort(error)
 
+    def blocked_op(self):
+        """The op whose kernel waits on a resource (a queue, an accumulator), or None."""
+        return next((k.pending_op for k in self.blocking.values() if k.pending is not None),
+                    None)
+
     def abort(self, error):
         """End this part of the step with ``error`` (the first one kept): a waiting kernel's
         request is withdrawn, every other process of the step stopped."""

@@ -10,10 +10,11 @@ worker reports is the step's: the master tells the others to abort the step (TF'
 
 from __future__ import annotations
 
-from simdist.base.errors import InvalidArgumentError, UnimplementedError
+from simdist.base.errors import CancelledError, InvalidArgumentError, UnimplementedError
 from simdist.sim.payloads import Phantom
 from simdist.sim.wire import RPC_BYTES, decode_header, pack_object, rebuild_error
 from simdist.graph._sim.executor import SessionRun
+from simdist.graph._sim.kernel_context import cancelled_kind
 from simdist.graph._sim.worker import RunGraphRequest
 
 
@@ -56,8 +57,20 @@ class MasterRun:
         return SessionRun(values, trace, self.start_time, self.ctx.now, self.peaks)
 
     def abort(self, error):
-        """End the run with ``error`` from outside (its client's process died)."""
+        """End the run with ``error`` from outside (its client's process died, or another
+        thread closed its session)."""
         self._fail(error)
+
+    def close_error(self, local: bool) -> CancelledError:
+        """The error of this run when its session is closed while it waits (TF 2.21): a local
+        session cancels the blocked op itself (its own message: "Dequeue operation was
+        cancelled"); a session on a server ends the step at its master."""
+        op = None if self.executor is None else self.executor.blocked_op()
+        if not local or op is None:
+            return CancelledError("Step was cancelled by an explicit call to "
+                                  "`Session::Close()`.")
+        return CancelledError(f"{cancelled_kind(op.type)} operation was cancelled\n\t "
+                              f"[[{{{{node {op.name}}}}}]]")
 
     # -- the master's process --------------------------------------------------------------
 

@@ -87,13 +87,15 @@ class World:
         return None if event is None else event.value
 
     def start_client(self, name: str, fn, daemon: bool = False, task: str | None = None,
-                     enter=None) -> Client:
+                     enter=None, thread: bool = False) -> Client:
         """Start ``fn()`` as a client program (a thread of the job) in this world; a
         ``daemon`` one may still be waiting when everything else has ended (it is then
         abandoned, as a Python daemon thread dies with its process). ``task``: the task
         whose process runs it (else the task of its first session); ``enter``: called
-        whenever the client's thread takes control (a process's own argv, environment)."""
-        client = Client(name, fn, self, daemon, task, enter)
+        whenever the client's thread takes control (a process's own argv, environment);
+        ``thread``: a thread a program started (a QueueRunner's), whose uncaught error ends
+        that thread only, as Python's threads do, instead of the run."""
+        client = Client(name, fn, self, daemon, task, enter, thread)
         self.clients.append(client)
         client.proc = self.env.process(client.body(), name=f"client {name}", order=0,
                                        daemon=daemon)

@@ -9,14 +9,13 @@ testAccumulatorDynamicShape, testAccumulatorWrongDynamicShape, testAccumulatorSi
 testAccumulatorSizeAfterApplyGradAndTakeGrad, testAccumulatorTakeGradMean, testAccumulatorTake
 GradSum, testAccumulatorTakeGradInvalidReductionType, testAccumulatorInvalidTakeGrad,
 testAccumulatorRepeatedTakeGradMean, testAccumulatorRepeatedTakeGradSum, testAccumulator
-IncrementGlobalStep, testAccumulatorSetGlobalStepPreventsAccumulation; and the node_def of
-the accumulator op, checked on TF 2.21.
+IncrementGlobalStep, testAccumulatorSetGlobalStepPreventsAccumulation, testAccumulatorCancel
+(its two threads as simulated clients); and the node_def of the accumulator op, checked on TF
+2.21.
 
-Left out: the threaded tests (testParallelApplyGrad, testParallelTakeGrad, testAccumulator
-ApplyAndBlockingTake, testAccumulatorCancel): their order comes from threads and sleeps that a
-simulation replaces by simulated time; testAccumulatorCancel's ``Session.close()`` cancelling a
-blocked take is a documented difference (docs/differences.md); float16 in testDtypes (the same
-path as float32).
+Left out: the other threaded tests (testParallelApplyGrad, testParallelTakeGrad, testAccumulator
+ApplyAndBlockingTake): their order comes from threads and sleeps that a simulation replaces by
+simulated time; float16 in testDtypes (the same path as float32).
 """
 
 import numpy as np
@@ -174,3 +173,44 @@ def test_set_global_step_prevents_accumulation():
                 sess.run(accum)
             kept = [x for x in local_steps if x >= ls]
             assert sess.run(q.take_grad(1)) == sum(kept) / len(kept)
+
+
+def _closed_while_blocked(build):
+    """TF's testAccumulatorCancel (and its queue twin): one thread blocks in ``sess.run``
+    on the op ``build()`` makes, another closes the session. Here the threads are simulated
+    clients of a one-worker cluster's session; returns what the blocked one raised."""
+    server = tf.train.Server(tf.train.ClusterSpec({"worker": ["localhost:2222"]}), "worker", 0)
+    try:
+        blocked_op = build()
+        sess = tf.Session(server.target)
+        seen = {}
+
+        def blocked():
+            with pytest.raises(errors.CancelledError) as error:
+                sess.run(blocked_op)
+            seen["error"] = str(error.value)
+
+        tf.simulate_clients({"blocked": blocked, "closer": sess.close})
+        with pytest.raises(RuntimeError, match="^Attempted to use a closed Session.$"):
+            sess.run(blocked_op)
+        return seen["error"]
+    finally:
+        tf.stop_all_servers()
+
+
+def test_accumulator_cancel():
+    """testAccumulatorCancel: Session.close() cancels a blocked take_grad, CancelledError
+    (a session on a server: its master's message, as TF 2.21's MasterSession gives)."""
+    def take():
+        return tf.ConditionalAccumulator(tf.float32, name="Q", shape=[1]).take_grad(1)
+
+    assert _closed_while_blocked(take) == \
+        "Step was cancelled by an explicit call to `Session::Close()`."
+
+
+def test_a_closed_session_cancels_blocked_queue_ops():
+    def dequeue():
+        return tf.FIFOQueue(10, tf.float32, shapes=[()], name="q").dequeue()
+
+    assert _closed_while_blocked(dequeue) == \
+        "Step was cancelled by an explicit call to `Session::Close()`."

@@ -11,9 +11,9 @@ testWrongNonEmptyInputValues, testDynamicNonVectorIndices, testDynamicWrongNonEm
 testEmptyShapeApply, testValidateShape, testReturnShape, testApplyGradtInt32IndicesAndShape.
 
 Left out: the threaded tests (testParallelApplyGradMean/Sum, testParallelTakeGrad,
-testAccumulatorApplyAndBlockingTake: thread timing, replaced by simulated time in simdist) and
-testAccumulatorCancel (``Session.close()`` cancelling a blocked take: a documented difference,
-docs/differences.md); float16 in testDtypes. TF's IndexedSlices without a dense_shape are
+testAccumulatorApplyAndBlockingTake: thread timing, replaced by simulated time in simdist);
+testAccumulatorCancel, the dense one's (``test_conditional_accumulator.py``: the same
+cancellation); float16 in testDtypes. TF's IndexedSlices without a dense_shape are
 applied with ``apply_grad(indices, values)``, the same op.
 """
 
