@@ -1,9 +1,12 @@
 """Every lesson against its checks: each check passes on the reference solution
 (``lessons/solutions/NN_slug.py``) and fails on the untouched stubs as "not done yet", and so
-does each ``mpiexec`` exercise (``lessons/NN_slug/*_mpi.py``, marked mpi). Tests of one
-lesson's wrong answers and hints live in its own file (``test_lesson_NN_*.py``)."""
+does each ``mpiexec`` exercise (``lessons/NN_slug/*_mpi.py``, marked mpi) that no file of
+its own runs: those of lessons 05 to 12 run at 1, 2 and 4 ranks in their lesson's file (the
+solution) and in ``test_lesson_mpi_stubs.py`` (the stub). Tests of one lesson's wrong
+answers and hints live in its own file (``test_lesson_NN_*.py``)."""
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -12,9 +15,13 @@ from course.report import format_summary
 from simdist.sim.launcher import run_mpi
 
 from tests.conftest import ROOT
+from tests.course.test_lesson_mpi_stubs import PROGRAMS as STUB_PROGRAMS
 
 LESSONS = lessons.list_lessons()
 MPI_EXERCISES = [script for lesson in LESSONS for script in sorted(lesson.glob("*_mpi.py"))]
+#: the mpiexec exercises no lesson file of their own runs (each is run once more here)
+OTHER_MPI_EXERCISES = [s for s in MPI_EXERCISES
+                       if f"{s.parent.name}/{s.name}" not in STUB_PROGRAMS]
 
 #: a stub: ``raise NotImplementedError("exercise NAME: ...")``
 _STUB = re.compile(r"NotImplementedError\(\s*f?[\"']exercise (\w+)")
@@ -40,7 +47,14 @@ def mpi_ranks(script) -> int:
 
 def test_every_lesson_and_mpi_exercise_is_found():
     assert [d.name[:2] for d in LESSONS] == [f"{n:02d}" for n in range(1, len(LESSONS) + 1)]
-    assert set(MPI_REFERENCE_SHOWS) <= {s.name for s in MPI_EXERCISES}
+    assert set(MPI_REFERENCE_SHOWS) <= {s.name for s in OTHER_MPI_EXERCISES}
+    # every exercise runs somewhere: here, or in the stubs table and its lesson's own file
+    assert set(STUB_PROGRAMS) <= {f"{s.parent.name}/{s.name}" for s in MPI_EXERCISES}
+    for program in STUB_PROGRAMS:
+        lesson = program[:2]
+        own = [p for p in (ROOT / "tests" / "course").glob(f"test_lesson*{lesson}*.py")
+               if f"{Path(program).stem}_passes_with_the_solution" in p.read_text("utf-8")]
+        assert own, f"no lesson file runs {program} with its solution"
 
 
 @pytest.mark.parametrize("lesson_dir", LESSONS, ids=lambda d: d.name)
@@ -66,7 +80,8 @@ def test_every_check_fails_against_the_untouched_stubs_as_not_done(lesson_dir):
 
 @pytest.mark.mpi
 @pytest.mark.timeout(150)
-@pytest.mark.parametrize("script", MPI_EXERCISES, ids=lambda s: f"{s.parent.name[:2]}_{s.stem}")
+@pytest.mark.parametrize("script", OTHER_MPI_EXERCISES,
+                         ids=lambda s: f"{s.parent.name[:2]}_{s.stem}")
 def test_every_mpi_exercise_passes_with_the_reference_solution(script):
     ranks = mpi_ranks(script)
     proc = run_mpi(ranks, [str(script.relative_to(ROOT)), "--solution"], timeout=120, cwd=ROOT)
@@ -79,7 +94,8 @@ def test_every_mpi_exercise_passes_with_the_reference_solution(script):
 
 @pytest.mark.mpi
 @pytest.mark.timeout(150)
-@pytest.mark.parametrize("script", MPI_EXERCISES, ids=lambda s: f"{s.parent.name[:2]}_{s.stem}")
+@pytest.mark.parametrize("script", OTHER_MPI_EXERCISES,
+                         ids=lambda s: f"{s.parent.name[:2]}_{s.stem}")
 def test_every_mpi_exercise_fails_with_the_untouched_stubs_without_aborting(script):
     proc = run_mpi(mpi_ranks(script), [str(script.relative_to(ROOT))], timeout=120, cwd=ROOT)
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -1,6 +1,7 @@
-"""Every lesson's mpiexec exercise fails on the lesson's own stub, as not done, at 1, 2 and 4
-ranks: every rank stops at the stub's NotImplementedError before simulating, rank 0 alone
-reports it with the hint, and the job ends normally with exit code 1 (no MPI_Abort)."""
+"""Every lesson's mpiexec exercise fails on the lesson's own stub, as not done, in one process
+and at 4 ranks: every rank stops at the stub's NotImplementedError before simulating, rank 0
+alone reports it with the hint, and the job ends normally with exit code 1 (no MPI_Abort).
+(2 ranks add nothing here: the stub stops each rank before any message crosses.)"""
 
 from pathlib import Path
 
@@ -23,7 +24,7 @@ PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("ranks", [1, 2, 4])
+@pytest.mark.parametrize("ranks", [1, 4])
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
 def test_the_mpiexec_exercise_fails_on_the_stub_as_not_done(program, ranks):
     path = Path("lessons") / program
