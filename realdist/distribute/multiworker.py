@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ from simdist.training.exercises import Exercise
 from realdist.runtime.localcluster import PrivateNetwork
 from realdist.runtime.processes import free_ports, kill_group, log_tail
 from realdist.runtime.tempdirs import owned_tempdir
+from realdist.runtime.watch import describe_exit
 from realdist.training.loop_result import result_from_workers
 
 FAULT_ENV = "REALDIST_FAULT"
@@ -137,7 +137,7 @@ def _watch(procs, tmp: Path, deadline: float, timeout: float, on_step) -> None:
         for i, code in enumerate(codes):
             if code not in (None, 0):
                 raise UnavailableError(
-                    f"worker:{i} exited with code {code} ({_describe_exit(code)}); the run is "
+                    f"worker:{i} exited with code {code} ({describe_exit(code)}); the run is "
                     f"stopped and every worker killed. End of its log:\n"
                     f"{log_tail(tmp / f'worker{i}.log')}")
         if all(code == 0 for code in codes):
@@ -164,12 +164,6 @@ def _report_progress(path: Path, reported: int, on_step) -> int:
         if on_step is not None:
             on_step(step["step"], step["loss"], step["ns"])
     return len(complete)
-
-
-def _describe_exit(code: int) -> str:
-    if code < 0:
-        return f"killed by {signal.Signals(-code).name}"
-    return "crashed" if code != 1 else "raised an error"
 
 
 # ------------------------------------------------------------------------- worker process

@@ -15,10 +15,12 @@ that the servers listen on every interface of the machine.
 network; it picks a free port per task and starts each task as ``python -c PRELUDE + code``
 (``realdist.runtime.processes``; ``CLUSTER``, the cluster dict with ``127.0.0.1:PORT``
 addresses, and ``TASK``, its name, are defined for it), watches them and reports what they
-emitted. Server tasks serve until every client task has ended; a client that fails ends the
-run (UnavailableError with the end of its log), one that hangs ends it at the timeout
-(DeadlineExceededError), and every process is killed in a ``finally`` (the launcher kills
-its tasks, the caller the launcher's process group) and dies with its parent.
+emitted. Server tasks serve until every client task has ended. A task that fails (a client,
+or a server not ``survivable``) or stays stopped (SIGSTOP) ends the run (UnavailableError
+naming the first to fail, with the end of its log: ``realdist.runtime.watch``), one that
+hangs ends it at the timeout (DeadlineExceededError), and every process is killed in a
+``finally`` (the launcher kills its tasks, the caller the launcher's process group) and dies
+with its parent.
 
 Failures (``failures=[KillOrder(task, at_ms, down_ms)]``, the spec of simdist's
 ``train_on_ps``): the launcher kills the task's process (SIGKILL) ``at_ms`` after the start
@@ -55,6 +57,7 @@ from simdist.base.processes import die_with_parent
 from realdist.runtime.processes import (MARK, PRELUDE, child_env, free_ports, kill_group, log_tail,
                                         read_outputs)
 from realdist.runtime.tempdirs import owned_tempdir
+from realdist.runtime.watch import ProcessWatch, check_failed, check_stopped
 
 # TF's __init__ imports Keras's optimizers (for the SavedModel registry, b/196254385):
 # 2-3 s of each process's start-up that these programs, which use no Keras, do without.
@@ -181,6 +184,7 @@ class Task:
     code: str
     server: bool = False
     keras: bool = False  # uses Keras: tf_keras (TF_USE_LEGACY_KERAS=1), its import not skipped
+    survivable: bool = False  # a server whose death the clients ride out (a PSS worker)
 
 
 class KillOrder(NamedTuple):
@@ -313,38 +317,35 @@ def launch(job: dict) -> dict:
                                      "DISTLAB_INCARNATION": str(incarnation)},
                     preexec_fn=die_with_parent)
             runs.append((label, name))
+            watch.add(label, name, procs[name])
 
         def log(name):  # the log of the task's latest process
             return tmp / (next(label for label, task in reversed(runs) if task == name)
                           + ".log")
 
         ports_of = {f"{name}:{i}": port for (name, i), port in zip(names, ports)}
-        schedule = _Schedule(job.get("failures", ()), tmp, ports_of)
+        schedule, watch = _Schedule(job.get("failures", ()), tmp, ports_of), ProcessWatch()
         try:
             for name in tasks:
                 start(name)
             clients = [name for name, t in tasks.items() if not t.server]
+            survivable = {name for name, t in tasks.items() if t.survivable}
             while True:
                 seen |= listening(set(ports))
                 schedule.step(procs, start)
                 codes = {name: procs[name].poll() for name in clients}
-                failed = [name for name, code in codes.items()
-                          if code not in (None, 0) and not schedule.down(name)]
-                if failed:
-                    name = failed[0]
-                    raise errors.UnavailableError(
-                        f"task {name} exited with code {codes[name]}; the cluster is "
-                        f"stopped. End of its log:\n{log_tail(log(name))}")
+                check_failed(watch, schedule, procs, clients, tmp, survivable)
                 if all(code == 0 for code in codes.values()):
                     break
+                check_stopped(watch, tmp)
                 if time.monotonic() > deadline:
                     running = [name for name, code in codes.items() if code is None]
                     raise errors.DeadlineExceededError(
                         f"the localhost cluster did not finish within {job['timeout']:g} s"
-                        f"{schedule.describe()}; still running: {', '.join(running)} -- "
-                        "killed. Their logs end:\n"
+                        f"{schedule.describe()}; still running: {', '.join(running)}"
+                        f"{watch.note(schedule.killed)} -- killed. Their logs end:\n"
                         + "\n".join(f"  {name}:\n{log_tail(log(name), 6)}"
-                                    for name in running))
+                                     for name in running))
                 time.sleep(0.02)
         finally:
             for proc in procs.values():
@@ -366,6 +367,7 @@ class _Schedule:
         self.tmp, self.ports, self.start_line, self.done = tmp, ports, None, []
         self.restarts: list = []  # (when ns, task, its record in done)
         self.incarnations: dict = {}
+        self.killed: list = []  # the processes it killed (subprocess.Popen)
         self.control, self.orders_read = tmp / "control", 0  # failures tasks order
         self.control.touch()
 
@@ -404,6 +406,7 @@ class _Schedule:
             failure = self.pending.pop(0)
             if procs[failure.task].poll() is not None:
                 continue  # it had ended: nothing to kill
+            self.killed.append(procs[failure.task])
             _kill_group_member(procs[failure.task])
             record = {"task": failure.task, "at_ms": failure.at_ms,
                       "down_ms": failure.down_ms, "start_line": self.start_line,

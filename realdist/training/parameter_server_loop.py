@@ -139,6 +139,18 @@ def kill_mid_function(tf, control: str, failures, hold, starts, stop: threading.
     return thread
 
 
+def updates_since(graph, first: int) -> list:
+    """The variable updates (assign_sub of a shard, scatter_sub of a table's shards) made in
+    ``graph`` since its op number ``first``. ``strategy.run`` calls the replica function in
+    a thread of its own, where the function's ``tf.control_dependencies`` do not reach and
+    an ``iterations.assign_add`` that uses no data ran as the function began, before the
+    step's updates and even in a run killed before its start was counted (one step counted
+    twice, "none ran again" beside N+1 steps applied); a ShardedVariable's ``scatter_sub``
+    returns the variable, not its ops, hence the ops by type."""
+    return [op for op in graph.get_operations()[first:]
+            if op.type in ("AssignSubVariableOp", "ResourceScatterSub")]
+
+
 def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
           emit=None, evaluation=None) -> dict:
     """Run the exercise on ``cluster`` from its chief; what the coordinator saw.
@@ -164,6 +176,7 @@ def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
         # per worker: 1 armed, 2 a function holds for its kill (hold_until_killed)
         hold = tf.Variable([int(any(t == f"worker:{w}" and at <= 0 for t, at, _ in failures))
                             for w in range(exercise.workers)], dtype=tf.int64, name="hold")
+        passes = tf.Variable(tf.zeros([functions], tf.int64), name="function_passes")
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     names = list(weights)
     loss_of = per_example_loss_fn(exercise.model)
@@ -197,12 +210,15 @@ def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
                                           x, y))
         shards = [p for v in dense.values() for p in getattr(v, "variables", [v])]
         grads = tape.gradient(loss, shards + ([] if rows is None else [rows]))
+        graph = tf.compat.v1.get_default_graph()
+        first = len(graph.get_operations())
         for shard, g in zip(shards, grads):  # each shard's own part of the gradient
             shard.assign_sub(lr * g)
         if rows is not None:
             weights[table].scatter_sub(
                 tf.IndexedSlices(lr * tf.convert_to_tensor(grads[-1]), ids))
-        iterations.assign_add(1)
+        with tf.control_dependencies(updates_since(graph, first)):
+            iterations.assign_add(1)  # a step applied: counted after its updates only
         return loss
 
     @tf.function
@@ -211,8 +227,14 @@ def train(tf, cluster: dict, exercise: Exercise, failures=(), control=None,
         worker = tf.distribute.coordinator.experimental_get_current_worker_index()
         started = tf.gather(starts_on_ps.scatter_add(  # counted before it may hold
             tf.IndexedSlices(tf.ones([1], tf.int64), [function_id])), function_id)
-        with tf.control_dependencies([started]):
-            held = [hold_until_killed(tf, hold, worker, start)] if failures else [started]
+        held = [started]
+        if failures:  # the steps wait for ps:0 to count the run past its hold, a scatter
+            # that takes the hold's loop count as data: a control dependency on the loop
+            # alone let a held function's steps run in some runs (2 of 3 with 2 ps)
+            with tf.control_dependencies([started]):
+                spins = hold_until_killed(tf, hold, worker, start)
+            held = [tf.gather(passes.scatter_add(tf.IndexedSlices(
+                tf.reshape(tf.minimum(spins, 0) + 1, [1]), [function_id])), function_id)]
         losses = []
         with tf.control_dependencies(held):
             for _ in range(steps):

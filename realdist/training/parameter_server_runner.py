@@ -114,9 +114,12 @@ def run_parameter_server(exercise, timeout: float = 300, on_step=None,
 
 
 def server_tasks(exercise) -> list[Task]:
-    """A process of its own for every worker and ps task, serving until killed."""
-    return [Task(f"{name}:{i}", _SERVER, server=True) for name, n in
-            (("worker", exercise.workers), ("ps", exercise.ps)) for i in range(n)]
+    """A process of its own for every worker and ps task, serving until killed; a worker's
+    death the coordinator rides out (it runs the worker's functions on another), a ps's
+    ends the run."""
+    return [Task(f"{name}:{i}", _SERVER, server=True, survivable=name == "worker")
+            for name, n in (("worker", exercise.workers), ("ps", exercise.ps))
+            for i in range(n)]
 
 
 def _real_failures(exercise) -> list:

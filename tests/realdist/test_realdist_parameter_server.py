@@ -88,9 +88,10 @@ def test_a_function_of_a_killed_worker_runs_again(failure):
     assert min(runs.values()) >= 1 and max(runs.values()) == 2, (runs, result.trace.spans,
                                                                    result.metadata["kills"])
     assert sum(runs.values()) > result.metadata["functions"] == 4
-    # every step's loss came back once; the killed run's steps may have reached the ps too
+    # every step's loss came back once and every step was applied once: the killed run
+    # held before its first step (a step is counted after its updates, issue 30 item 8)
     assert len(result.losses) == 16
-    assert 16 <= result.metadata["iterations"] <= 4 * sum(runs.values())
+    assert result.metadata["iterations"] == 16
     [kill] = result.metadata["kills"]
     assert kill["task"] == "worker:1" and kill["restarted"] > kill["killed"]
     names = [i.name for i in result.trace.instants]
