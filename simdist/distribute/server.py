@@ -59,12 +59,17 @@ class SimpleClusterResolver:
         return self._spec
 
 
+#: the coordinator's notice to every rank that the job is over (``end_training``)
+TRAINING_ENDED = "parameter server training ended"
+
+
 class PendingFailure(NamedTuple):
     """A failure's wait: for its time (``restart`` False) or for its task to come back."""
 
     failure: Failure
     wait: object  # the simulated Timeout
     restart: bool
+    due: int  # when the wait ends (ns)
 
 
 class TaskState:
@@ -123,6 +128,7 @@ class InProcessCluster:
                 self.states[task.name] = TaskState(ctx.env, task.name, spec.task_order(task))
         for f in self.failures:
             self._start_failure(f)
+        ctx.on_notice(TRAINING_ENDED, self._cancel_waits)
 
     def state(self, task: str) -> TaskState:
         if task not in self.states:
@@ -262,16 +268,19 @@ class InProcessCluster:
                 "know the failures at start: give them to InProcessCluster(failures=...)")
         self._start_failure(failure)
 
-    def end_training(self) -> list[PendingFailure]:
-        """The coordinator's program ended (TF's job is over): the failures that have not
-        happened yet never will, and the tasks still down do not come back, so neither runs
-        simulated time on (in one process; across ranks the others cannot know, and keep
-        them). Returns those waits."""
-        pending = [p for p in self._waits if not p.wait.processed]
-        if self.all_local():
-            for p in pending:
+    def end_training(self, ctx) -> list[PendingFailure]:
+        """The coordinator's program (task ``ctx``) ended: TF's job is over. The failures
+        that have not happened yet never will, and the tasks still down do not come back,
+        so neither runs simulated time on. Every rank learns it at the end of this window
+        (``ctx.post``, the same at any rank count): the waits due from then on are
+        cancelled there, on every rank; returns them."""
+        effective = ctx.post(TRAINING_ENDED)
+        return [p for p in self._waits if not p.wait.processed and p.due >= effective]
+
+    def _cancel_waits(self) -> None:
+        for p in self._waits:
+            if not p.wait.processed:
                 p.wait.cancel()
-        return pending
 
     def _start_failure(self, f: Failure) -> None:
         state = self.state(f.task)
@@ -283,7 +292,7 @@ class InProcessCluster:
         server on this rank loses what it holds (its instants on its "faults" lane)."""
         env = self._env
         wait = env.timeout(max(0, f.at_ns - env.now))
-        self._waits.append(PendingFailure(f, wait, restart=False))
+        self._waits.append(PendingFailure(f, wait, False, env.now + wait.delay))
         yield wait
         server = self.servers.get(f.task)
         if server is not None:
@@ -298,7 +307,7 @@ class InProcessCluster:
         if f.down_ns is None:
             return
         wait = env.timeout(f.down_ns)
-        self._waits.append(PendingFailure(f, wait, restart=True))
+        self._waits.append(PendingFailure(f, wait, True, env.now + f.down_ns))
         yield wait
         state.up = True
         if server is not None:

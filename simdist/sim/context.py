@@ -14,6 +14,7 @@ import numpy as np
 
 from simdist.hardware.cluster import (ClusterSpec, ClusterSpecError, TaskId, UnknownTaskError,
                                       chief_task)
+from simdist.sim.bulletin import Bulletin
 from simdist.sim.core import PENDING, Environment, Event, Timeout
 from simdist.hardware.devices import Hardware
 from simdist.base.errors import InvalidArgumentError, brief
@@ -33,7 +34,7 @@ class TaskContext:
 
     def __init__(self, env: Environment, cluster: ClusterSpec, task: TaskId, hardware: Hardware,
                  tracer: Tracer, seed: int, outbox: list, fidelity: str = "message",
-                 joins: list | None = None):
+                 joins: list | None = None, bulletin: Bulletin | None = None):
         self.env = env
         self.cluster = cluster
         self.task = task
@@ -66,9 +67,22 @@ class TaskContext:
         self._flows_done = 0
         self._flows: dict = {}  # key -> the event a flow-level collective's member waits on
         self.groups: dict = {}  # what collectives keep about a group of members between calls
+        self._bulletin = bulletin if bulletin is not None else Bulletin()
 
     def __repr__(self):
         return f"TaskContext({self.name})"
+
+    # -- notices to every rank (``bulletin.py``) ---------------------------------------------
+
+    def post(self, key: str) -> int:
+        """Tell every rank ``key`` (e.g. "training ended"); its subscribers run at the end
+        of this window, returned (events before it still happen, on every rank)."""
+        self._bulletin.post(key)
+        return self._bulletin.window_end
+
+    def on_notice(self, key: str, callback) -> None:
+        """Run ``callback()`` on this rank whenever a task of any rank posts ``key``."""
+        self._bulletin.subscribe(key, callback)
 
     @property
     def now(self) -> int:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from simdist.hardware.cluster import ClusterSpec, task_to_rank
+from simdist.sim.bulletin import Bulletin
 from simdist.sim.context import TaskContext
 from simdist.sim.core import INFINITY, Environment, SimulationDeadlock
 from simdist.hardware.devices import Hardware, HardwareCatalog
@@ -67,6 +68,7 @@ class WindowReport(NamedTuple):
     #: the payload arrays of its messages to other ranks' tasks, by (src, seq), when they
     #: are small enough to ride in the report (``INLINE_BYTES``); else None: they move apart
     payloads: dict | None
+    notices: list  # what its tasks posted in the window (``bulletin.Bulletin``)
 
 
 class RankResult(NamedTuple):
@@ -159,13 +161,15 @@ class Simulation:
         self.tracer = tracer = Tracer(trace, max_records_per_stream(trace_max_mb, len(tasks)))
         self.outbox: list = []
         self.joins: list = []  # flow-level collectives joined in this window (FlowJoin)
+        self.bulletin = Bulletin()  # notices every rank learns at a window's end
         self.contexts: dict[int, TaskContext] = {}
         self.procs = {}
         for order, task in enumerate(tasks):
             if rank_of[order] != me:
                 continue
             ctx = self.contexts[order] = TaskContext(env, cluster, task, hardware, tracer, seed,
-                                                     self.outbox, fidelity, self.joins)
+                                                     self.outbox, fidelity, self.joins,
+                                                     self.bulletin)
             generator = main(ctx)
             if not hasattr(generator, "send"):
                 raise InvalidArgumentError(
@@ -194,7 +198,7 @@ class Simulation:
         env, network, transport, outbox = self.env, self.network, self.transport, self.outbox
         contexts, payloads, limits = self.contexts, self.payloads, self.limits
         out_of_time = limits.out_of_time if limits is not None else None
-        joins = self.joins
+        joins, bulletin = self.joins, self.bulletin
         while until is None or not until.processed:
             sent, outbox[:] = list(outbox), []
             joined, joins[:] = list(joins), []
@@ -203,7 +207,9 @@ class Simulation:
             info = transport.allgather(WindowReport(
                 [tuple(h) for h in mine] if transport.size > 1 else mine, env.peek(),
                 env.live_processes, env.now, env.events_scheduled,
-                out_of_time is not None and out_of_time(), joined, _inline(remote)))
+                out_of_time is not None and out_of_time(), joined, _inline(remote),
+                bulletin.take()))
+            bulletin.deliver([key for report in info for key in report.notices])
             headers = [mine if rank == transport.rank else list(map(new_header, r.headers))
                        for rank, r in enumerate(info)]
             _move_payloads(transport, remote, info, headers, self.rank_of, payloads, contexts)
@@ -223,7 +229,7 @@ class Simulation:
                 if reached:
                     raise RunLimitError(reached, events, start, self.windows, network.messages,
                                         live)
-            limit = start + self.window
+            limit = bulletin.window_end = start + self.window
             for arrival, header in network.ingress(limit):
                 ctx = contexts.get(header.dst)
                 if ctx is not None:

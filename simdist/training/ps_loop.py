@@ -204,7 +204,7 @@ def coordinator_loop(ctx, program: PsProgram):
         yield from evaluation.after_training(ctx, coordinator, program, final_weights))}
     times = [ctx.now // max(1, len(losses))] * len(losses)  # throughput: async steps overlap
     weights = yield from final_weights()
-    pending = cluster.end_training()  # failures after the end: none happens
+    pending = cluster.end_training(ctx)  # failures after the end: none happens
     runs = {"functions": coordinator._scheduled, "restores": restores, "trained_ns": ctx.now,
             "failures_never_happened": [str(p.failure) for p in pending if not p.restart],
             "down_at_the_end": [p.failure.task for p in pending if p.restart],

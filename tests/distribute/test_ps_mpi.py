@@ -70,3 +70,19 @@ def test_an_unregistered_function_is_refused_across_ranks():
     cluster.states = {"worker:0": None, "ps:0": None}  # servers on another rank, none here
     with pytest.raises(InvalidArgumentError, match="register it with cluster.register"):
         cluster.name_of(lambda: np.zeros(1), "scheduled function")
+
+
+@pytest.mark.timeout(120)
+def test_a_failure_after_the_end_does_not_stretch_the_run_on_any_rank(capsys):
+    """The coordinator's rank posts "training ended" (``ctx.post``): every rank cancels its
+    failure waits at the end of that window, so a failure 100 s on neither runs the clock to
+    it nor shows in the report, at 2 ranks as in one process."""
+    args = ["run", "parameter_server", "--steps", "5", "--fail", "worker:1@100s+1ms"]
+    assert simdist_main(args) == 0
+    alone = capsys.readouterr().out
+    proc = mpi_simdist(2, args)
+    for out in (alone, proc.stdout):
+        assert "simulated time: 610.5 µs" in out, out
+        assert ("failure worker:1@100s+1ms never happened: training ended first, at "
+                "610.5 µs of simulated time") in out, out
+    assert "simulated time 610505 ns" in alone and "simulated time 610505 ns" in proc.stdout
