@@ -283,50 +283,6 @@ def test_save_and_restore_through_the_saver(tmp_path):
             np.testing.assert_array_equal(sess.run(v0.as_tensor()), previous)
 
 
-def _restore_root_v0(path, partitions=None, shape=(10, 10), part=None):
-    """root/v0 in a new graph (partitioned in ``partitions`` along axis 0, or not), restored
-    from ``path`` (only its part ``part`` when given); returns its restored value."""
-    with tf.Graph().as_default():
-        partitioner = tf.fixed_size_partitioner(partitions, axis=0) if partitions else None
-        with tf.variable_scope("root", partitioner=partitioner):
-            v = tf.get_variable("v0", dtype=tf.float32, shape=shape)
-        with tf.Session() as sess:
-            if part is None:
-                tf.train.Saver().restore(sess, path)
-                return sess.run(v.as_tensor() if partitions else v)
-            tf.train.Saver([list(v)[part]]).restore(sess, path)
-            return sess.run(list(v)[part])
-
-
-def test_a_partitioned_checkpoint_restores_as_tf_s_tensor_slices_do(tmp_path):
-    """What TF 2.21 gives (checked on it): the parts are slices of one key, root/v0, so they
-    restore into a plain variable; a checkpoint of part_0 alone restores that part, and
-    refuses a partitioning it does not cover or a variable of another shape."""
-    v0 = _root_v0()
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        whole = tf.train.Saver().save(sess, str(tmp_path / "whole"))
-        only_part_0 = tf.train.Saver([list(v0)[0]]).save(sess, str(tmp_path / "part0"))
-        previous = sess.run(v0.as_tensor())
-    np.testing.assert_array_equal(_restore_root_v0(whole), previous)
-    np.testing.assert_array_equal(_restore_root_v0(only_part_0, 5, part=0), previous[:2])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="^Does not have sufficient slices "
-                       "for partitioned tensor root/v0 to restore in slice_spec: 0,5:0,10$"):
-        _restore_root_v0(only_part_0, 2)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(
-            "tensor_name = root/v0; shape in shape_and_slice spec [12,10] does not match the "
-            "shape stored in checkpoint: [10,10]")):
-        _restore_root_v0(whole, 5, shape=(12, 10))
-    with tf.Graph().as_default():
-        with tf.variable_scope("root"):
-            tf.get_variable("other", shape=(1,))
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            other = tf.train.Saver().save(sess, str(tmp_path / "other"))
-    with pytest.raises(tf.errors.NotFoundError, match="^Key root/v0 not found in checkpoint"):
-        _restore_root_v0(other, 5)
-
-
 def test_restore_into_a_different_partitioning(tmp_path):
     v0 = _root_v0()
     saver = tf.train.Saver()
