@@ -18,6 +18,7 @@ import sys
 from simdist.base.files import check_outputs
 from simdist.commands import option_type, parse_on_rank_0, reporting_errors, run_limits
 from simdist.distribute.failures import SYNTAX, Failure
+from simdist.hardware.stragglers import NONE, stragglers_option
 from simdist.sim.launcher import mpiexec_world
 
 
@@ -51,6 +52,10 @@ def main(argv=None) -> int:
                         help="a straggling step's time in us (with --stall-probability)")
     parser.add_argument("--stall-probability", type=float, default=0.0,
                         help="chance that a step straggles (seeded per worker)")
+    parser.add_argument("--stragglers", type=stragglers_option, default=NONE, metavar="SPEC",
+                        help="each step's compute time times a factor drawn per worker and "
+                             "step: lognormal:SIGMA, exponential:MEAN or empirical:FILE of "
+                             "measured step times (as simdist run data_parallel's)")
     parser.add_argument("--max-staleness", type=int,
                         help="async: drop gradients staler than this many updates")
     parser.add_argument("--staleness-weighting", action="store_true",
@@ -107,6 +112,7 @@ def _train(args) -> int:
                               replicas_to_aggregate=args.replicas_to_aggregate,
                               learning_rate=args.learning_rate, seed=args.seed,
                               stall_us=args.stall_us, stall_probability=args.stall_probability,
+                              stragglers=args.stragglers,
                               max_staleness=args.max_staleness,
                               staleness_weighting=args.staleness_weighting,
                               warmup_steps=args.warmup_steps, failures=args.fail,

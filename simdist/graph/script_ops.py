@@ -18,11 +18,15 @@ from simdist.graph.registry import NOT_DIFFERENTIABLE, no_flops, register
 
 
 def timed_py_func(inputs, duration_us: float, name: str = "PyFunc", stall_us: float = 0.0,
-                  stall_probability: float = 0.0, seed: int = 0):
+                  stall_probability: float = 0.0, seed: int = 0, stragglers=None,
+                  worker: int = 0):
     """A ``SimulatedPyFunc`` op (a simdist op): ``duration_us`` of simulated time, then the
     sum of ``inputs`` (a list of tensors) as a float32 scalar. With ``stall_probability``
     a run takes ``stall_us`` instead (a straggler's slow step: another job on its machine, a
-    garbage collection), drawn from a seeded generator kept with the op's task."""
+    garbage collection), drawn from a seeded generator kept with the op's task. With
+    ``stragglers`` (an active ``simdist.hardware.stragglers.Stragglers``) each run's time is
+    multiplied by a factor drawn from worker ``worker``'s own generator (``seed``, as
+    ``simdist run data_parallel --stragglers`` draws)."""
     for label, value in (("duration_us", duration_us), ("stall_us", stall_us)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise InvalidArgumentError(f"timed_py_func: {label}={value!r}, expected a number "
@@ -30,10 +34,11 @@ def timed_py_func(inputs, duration_us: float, name: str = "PyFunc", stall_us: fl
     if not 0 <= stall_probability <= 1:
         raise InvalidArgumentError(f"timed_py_func: stall_probability={stall_probability!r}, "
                                    "expected a probability in [0, 1]")
-    return create_op("SimulatedPyFunc", list(inputs), [(float32, ())],
-                     {"duration_ns": int(duration_us * 1000), "stall_ns": int(stall_us * 1000),
-                      "stall_probability": stall_probability, "seed": int(seed)},
-                     name).outputs[0]
+    attrs = {"duration_ns": int(duration_us * 1000), "stall_ns": int(stall_us * 1000),
+             "stall_probability": stall_probability, "seed": int(seed)}
+    if stragglers is not None and stragglers.active:  # absent otherwise: the same GraphDef
+        attrs["stragglers"], attrs["worker"] = stragglers, int(worker)
+    return create_op("SimulatedPyFunc", list(inputs), [(float32, ())], attrs, name).outputs[0]
 
 
 def op_rng(op, rt) -> np.random.Generator:
@@ -46,10 +51,25 @@ def op_rng(op, rt) -> np.random.Generator:
     return rng
 
 
+def _factor(op, rt) -> float:
+    """This run's straggler factor: 1 without ``stragglers``; else drawn from the worker's
+    generator, kept with the op's task (made at its first run)."""
+    stragglers = op.attrs.get("stragglers")
+    if stragglers is None:
+        return 1.0
+    resources, key = rt.resources(op), ("", f"{op.name}/stragglers")
+    rng = resources.lookup(key)
+    if rng is None:
+        rng = stragglers.generator(op.attrs["seed"], op.attrs["worker"])
+        resources.store(key, rng)
+    return stragglers.draw(rng)
+
+
 def _py_func_kernel(op, args, rt):
     stalls = op.attrs["stall_probability"] > 0 and \
         op_rng(op, rt).random() < op.attrs["stall_probability"]
-    yield rt.env.timeout(op.attrs["stall_ns" if stalls else "duration_ns"])
+    factor = _factor(op, rt)
+    yield rt.env.timeout(round(op.attrs["stall_ns" if stalls else "duration_ns"] * factor))
     return [np.float32(sum(float(np.sum(a)) for a in args))]
 
 

@@ -68,11 +68,27 @@ class Stragglers:
     def active(self) -> bool:
         return self.kind != "none"
 
+    @staticmethod
+    def generator(seed: int, worker: int) -> np.random.Generator:
+        """Worker ``worker``'s own generator of factors (numpy's, seeded by (seed, worker))."""
+        return np.random.default_rng([_STREAM, seed, worker])
+
+    def draw(self, rng: np.random.Generator) -> float:
+        """One step's factor from ``rng`` (``generator``), for a step count not known
+        ahead (a TF1 worker's runs)."""
+        if not self.active:
+            return 1.0
+        if self.kind == "lognormal":
+            return float(np.exp(self.spread * rng.standard_normal()))
+        if self.kind == "exponential":
+            return 1.0 + float(rng.exponential(self.spread)) if self.spread else 1.0
+        return float(self.samples[int(rng.integers(0, len(self.samples)))])
+
     def factors(self, seed: int, worker: int, n: int) -> list[float]:
         """Worker ``worker``'s factors for ``n`` steps, from its own seeded generator."""
         if not self.active:
             return [1.0] * n
-        rng = np.random.default_rng([_STREAM, seed, worker])
+        rng = self.generator(seed, worker)
         if self.kind == "lognormal":
             drawn = np.exp(self.spread * rng.standard_normal(n))
         elif self.kind == "exponential":

@@ -55,7 +55,7 @@ def build_worker_graph(spec: PSTrainingSpec, k: int, cluster) -> WorkerGraph:
             # the worker's compute: step_us[k] of simulated time before its gradient
             compute = timed_py_func([], spec.step_us[k], name="compute", stall_us=spec.stall_us,
                                     stall_probability=spec.stall_probability,
-                                    seed=spec.seed + k)
+                                    seed=spec.seed + k, stragglers=spec.stragglers, worker=k)
             predicted = b - tf.constant(y_data) + 0.0 * compute
             if spec.model == "sparse":  # each example uses NONZEROS of the weights: a lookup
                 rows = tf.nn.embedding_lookup(parts[0], tf.constant(ids))

@@ -22,6 +22,7 @@ from simdist.base.checks import (check_int, check_learning_rate, check_memory,
                                  check_probability, check_seed, check_time)
 from simdist.base.errors import InvalidArgumentError, check_ints
 from simdist.distribute.failures import Failure
+from simdist.hardware.stragglers import NONE, Stragglers, parse_stragglers
 from simdist.sim.limits import DEFAULT_LIMITS, RunLimits, check_events, check_limits
 
 FEATURES = 8
@@ -46,7 +47,8 @@ class PSTrainingSpec:
 
     ``step_us`` (one per worker, default 1 ms each) is each worker's compute time per step;
     with ``stall_probability`` a step takes ``stall_us`` instead (seeded per worker: random
-    stragglers). The remedies for stale gradients, asynchronous mode only:
+    stragglers); with ``stragglers`` ("lognormal:0.3", "exponential:0.1", "empirical:FILE")
+    each step's time is multiplied by a factor drawn per worker and step. The remedies for stale gradients, asynchronous mode only:
     ``max_staleness`` drops a gradient staler than that, ``staleness_weighting`` scales it
     by 1 / (1 + staleness), ``warmup_steps`` lets worker 0 train alone until the global
     step reaches it. A non-chief worker runs with ``operation_timeout_in_ms =
@@ -64,6 +66,9 @@ class PSTrainingSpec:
     stop_grace_period_secs: float = 1.0
     stall_us: float = 0.0
     stall_probability: float = 0.0
+    #: each step's compute time times a factor drawn per worker and step (a
+    #: ``Stragglers`` or its spec, "lognormal:0.3": ``simdist.hardware.stragglers``)
+    stragglers: Stragglers | str = NONE
     max_staleness: int | None = None
     staleness_weighting: bool = False
     warmup_steps: int = 0
@@ -107,6 +112,11 @@ class PSTrainingSpec:
             raise _refused("float16 gradients with max_staleness or staleness_weighting are "
                            "not built: choose one")
         self.failures = tuple(Failure.parse(f) for f in self.failures)
+        if not isinstance(self.stragglers, Stragglers):
+            try:
+                self.stragglers = parse_stragglers(self.stragglers)
+            except InvalidArgumentError as error:
+                raise _refused(f"stragglers (--stragglers): {error}") from None
         self._check_values()
         self._check_sizes()
 

@@ -91,6 +91,7 @@ class PSTrainingRun:
     started_ns: int = 0  # when the first training run began (the initialization is over)
     gradient_counts: dict | None = None  # {worker: (applied, dropped)}, else from the trace
     failures_never_happened: list = field(default_factory=list)  # after the workers ended
+    stragglers: str = ""  # how each step's compute time was drawn, when it was
 
     @property
     def trained_ns(self) -> int:
@@ -159,7 +160,12 @@ class PSTrainingRun:
         elif self.mode == "sync" and self.end_time > trained + 1_000_000:
             lines.append(f"  then the chief waited {(self.end_time - trained) / 1e9:.2f} s "
                          "(its stop_grace_period_secs) for its queue runner, which waits for "
-                         "gradients that never come: TF's shutdown wait, 120 s by default")
+                         "gradients that never come: TF's shutdown wait, 120 s by default; "
+                         "closing the session then cancels that thread's run (the 'Exception "
+                         "in thread' line on stderr, as TF's thread prints it)")
+        if self.stragglers:
+            lines.append(f"  each step's compute time drawn from {self.stragglers}, seeded "
+                         "per worker")
         for k, (applied, dropped) in self.gradients_by_worker().items():
             losses = [loss for _, _, loss in self.worker_runs[k]]
             lines.append(f"  worker {k}: {len(losses)} steps, {applied} gradients applied, "
@@ -424,6 +430,8 @@ def _training_run(spec: PSTrainingSpec, result, records: dict, tally) -> PSTrain
     run.started_ns = min((r.first_run for r in records.values() if r.first_run is not None),
                          default=0)
     run.restored_from = records[0].restored_from
+    if spec.stragglers.active:
+        run.stragglers = spec.stragglers.describe()
     if spec.mode == "sync":
         run.gradient_counts = _gradient_counts(tally, spec.workers)
     counts = run.gradients_by_worker().values()

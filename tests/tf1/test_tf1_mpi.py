@@ -77,7 +77,7 @@ def _ps(n, tmp_path, *args):
     ("--workers", "3", "--steps", "8"),  # sync, one backup worker
     ("--mode", "async", "--workers", "3", "--steps", "8"),
     ("--workers", "4", "--replicas-to-aggregate", "3", "--steps", "8", "--stall-us", "3000",
-     "--stall-probability", "0.3"),  # stragglers
+     "--stall-probability", "0.3", "--stragglers", "lognormal:0.3"),  # stragglers
     ("--workers", "3", "--steps", "10", "--fail", "worker:1@5ms+3ms"),
 ], ids=["sync", "async", "stragglers", "worker-fails"])
 def test_simdist_ps_gives_the_same_trace_and_report_at_1_2_and_4_ranks(tmp_path, args):
