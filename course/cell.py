@@ -9,6 +9,7 @@ from pathlib import Path
 
 from course.checks import first_lines, load_checks, load_lesson_checks, target_file
 from course.folders import LessonError, find_lesson, list_lessons, load_module, solution_path
+from course.lang import say
 from course.report import print_checks
 
 
@@ -34,11 +35,11 @@ def check(exercise: str, lesson=None, lang: str | None = None, workspace=None,
     lesson_checks = load_lesson_checks(lesson_dir)
     draw = lesson_checks.pictures.get(exercise)
     if picture and draw is not None:
-        _show_picture(draw, lesson_dir, exercise, workspace)
+        _show_picture(draw, lesson_dir, exercise, workspace, lang)
     return ok
 
 
-def _show_picture(draw, lesson_dir, exercise, workspace) -> None:
+def _show_picture(draw, lesson_dir, exercise, workspace, lang=None) -> None:
     try:
         mine = load_module(target_file(lesson_dir, workspace=workspace))
         reference = load_module(solution_path(lesson_dir))
@@ -46,7 +47,8 @@ def _show_picture(draw, lesson_dir, exercise, workspace) -> None:
     except NotImplementedError:
         return  # nothing of the learner's to draw yet
     except Exception as error:  # the report above already says what is wrong
-        print(f"(no picture: {type(error).__name__}: {first_lines(str(error), 2)})")
+        why = f"{type(error).__name__}: {first_lines(str(error), 2)}"
+        print(say(f"(no picture: {why})", f"（没有图：{why}）", lang))
         return
     try:
         from IPython.display import display

@@ -12,68 +12,57 @@ is 1 when a check fails (the job ends normally: no MPI_Abort). "Yours" is your w
 copy, my_exercises/01_collectives/exercises.py (``simdist lesson start 01``), else the stub.
 """
 
-import argparse
 import sys
-from pathlib import Path
 
-from course.mpi import failure_text, run_exercise
-from course.lessons import CheckFailed, load_module, localize, solution_path
-from simdist.sim.transports import MPITransport
-from course.workspace import exercise_file
+from course.lang import word
+from course.lessons import CheckFailed, load_module, localize, tr
+from course.mpi import MPIExercise, main
 
-HERE = Path(__file__).resolve().parent
 TASKS = 4
 
 
-def _check_failed(error: CheckFailed) -> str:
-    return f"{error.message}\n      hint: {localize(error.hint, 'en')}"
+def check_failed(error: CheckFailed, lang: str) -> str:
+    return (f"{localize(error.message, lang)}\n      {word('hint', lang)}: "
+            f"{localize(error.hint, lang)}")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument("--solution", action="store_true", help="run the reference solution")
-    which.add_argument("--file", metavar="PATH", help="run ring_all_reduce from this file "
-                                                      "(default: your my_exercises/ copy)")
-    args = parser.parse_args(argv)
-    path = (Path(args.file) if args.file else solution_path(HERE) if args.solution
-            else exercise_file(HERE))
-    checks = load_module(HERE / "checks.py")
-    transport = MPITransport()
+def run(ex: MPIExercise):
+    rings = [m.ring_all_reduce for m in ex.checks.task_copies(load_module(ex.path), TASKS)]
+    return {kind: ex.checks.run_ring(rings, TASKS, kind, ex.transport)
+            for kind in ("int", "float")}
 
-    def run():
-        rings = [m.ring_all_reduce for m in checks.task_copies(load_module(path), TASKS)]
-        return {kind: checks.run_ring(rings, TASKS, kind, transport) for kind in ("int", "float")}
 
-    def report(results):
-        lines = [f"ring_mpi: ring_all_reduce from {path} on {TASKS} tasks over "
-                 f"{transport.size} MPI rank(s)"]
-        verifications = [
-            ("every task gets numpy's sum (int64)",
-             lambda: checks.verify_sums(results["int"], TASKS, "int")),
-            ("every task gets numpy's sum (float32)",
-             lambda: checks.verify_sums(results["float"], TASKS, "float")),
-            ("every task sends 2(p-1) messages",
-             lambda: checks.verify_messages(results["float"], TASKS)),
-            ("simulated time within 1% of formulas.ring",
-             lambda: checks.verify_time(results["float"], TASKS)[1]),
-        ]
-        passed = 0
-        for title, verify in verifications:
-            try:
-                detail = verify()
-            except CheckFailed as failed:
-                lines.append(f"  ✗ {title}\n      {failed.message}\n      hint: "
-                             f"{localize(failed.hint, 'en')}")
-                continue
-            passed += 1
-            lines.append(f"  ✓ {title}" + (f": {detail}" if detail else ""))
-        lines.append(f"{passed} of {len(verifications)} checks pass")
-        return "\n".join(lines), passed == len(verifications)
-
-    return run_exercise(transport, run, report, lambda e: failure_text(
-        e, path, "01", _check_failed), "ring_mpi")
+def report(ex: MPIExercise, results):
+    checks, size = ex.checks, ex.transport.size
+    lines = [ex.say(f"ring_mpi: ring_all_reduce from {ex.path} on {TASKS} tasks over {size} "
+                    f"MPI rank(s)",
+                    f"ring_mpi：来自 {ex.path} 的 ring_all_reduce，{TASKS} 个任务分布在 {size} 个 "
+                    f"MPI rank 上")]
+    verifications = [
+        (tr("every task gets numpy's sum (int64)", "每个任务都得到 numpy 的求和结果（int64）"),
+         lambda: checks.verify_sums(results["int"], TASKS, "int")),
+        (tr("every task gets numpy's sum (float32)", "每个任务都得到 numpy 的求和结果（float32）"),
+         lambda: checks.verify_sums(results["float"], TASKS, "float")),
+        (tr("every task sends 2(p-1) messages", "每个任务发送 2(p-1) 条消息"),
+         lambda: checks.verify_messages(results["float"], TASKS)),
+        (tr("simulated time within 1% of formulas.ring", "模拟时间与 formulas.ring 相差不到 1%"),
+         lambda: checks.verify_time(results["float"], TASKS)[1]),
+    ]
+    passed = 0
+    for title, verify in verifications:
+        title = localize(title, ex.lang)
+        try:
+            detail = verify()
+        except CheckFailed as failed:
+            lines.append(f"  ✗ {title}\n      {check_failed(failed, ex.lang)}")
+            continue
+        passed += 1
+        lines.append(f"  ✓ {title}" + (ex.say(": ", "：") + localize(detail, ex.lang)
+                                        if detail else ""))
+    lines.append(word("summary", ex.lang, passed=passed, total=len(verifications)))
+    return "\n".join(lines), passed == len(verifications)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__file__, __doc__, "ring_all_reduce", run, report,
+                  check_failed=check_failed))

@@ -13,56 +13,44 @@ they arrive. Rank 0 checks that every worker ends with one device's weights; the
 1 when a check fails (the job ends normally, without MPI_Abort).
 """
 
-import argparse
 import sys
-from pathlib import Path
 
-from course.mpi import failure_text, run_exercise
-from course.lessons import CheckFailed, load_module, localize, solution_path
-from simdist.sim.transports import MPITransport
-from course.workspace import exercise_file
-
-HERE = Path(__file__).resolve().parent
+from course.lang import word
+from course.lessons import CheckFailed, load_module, localize, tr
+from course.mpi import MPIExercise, main
 
 
-def _check_failed(error: CheckFailed) -> str:
-    return f"{error.message}\nhint: {localize(error.hint, 'en')}"
+def check_failed(error: CheckFailed, lang: str) -> str:
+    return f"{localize(error.message, lang)}\n{word('hint', lang)}: {localize(error.hint, lang)}"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--solution", dest="file", action="store_const",
-                        const=str(solution_path(HERE)), help="use the reference solution")
-    parser.add_argument("--file", metavar="PATH",
-                        help="use tf_configs from this file (default: your my_exercises/ copy)")
-    parser.set_defaults(file=str(exercise_file(HERE)))
-    path = Path(parser.parse_args(argv).file)
-    checks = load_module(HERE / "checks.py")
-    transport = MPITransport()
-    tf_configs = []
+def run(ex: MPIExercise):
+    tf_configs = load_module(ex.path).tf_configs
+    return tf_configs, ex.checks.run_training_check(tf_configs, ex.checks.ADDRESSES,
+                                                    ex.transport)
 
-    def run():
-        tf_configs.append(load_module(path).tf_configs)
-        return checks.run_training_check(tf_configs[0], checks.ADDRESSES, transport)
 
-    def report(result):
-        workers = len(checks.ADDRESSES)
-        lines = [f"mwms_mpi: tf_configs from {path.name}; {workers} workers "
-                 f"({', '.join(checks.ADDRESSES)}) over {transport.size} MPI rank(s)"]
-        lines += [f"  worker {w}: TF_CONFIG={text}"
-                  for w, text in enumerate(tf_configs[0](list(checks.ADDRESSES)))]
-        try:
-            detail = checks.verify_training(result, workers)
-        except CheckFailed as failed:
-            lines.append(f"  ✗ {failed.message}\n      hint: {localize(failed.hint, 'en')}")
-            return "\n".join(lines), False
-        lines.append("  ✓ every worker created MultiWorkerMirroredStrategy from its TF_CONFIG: "
-                     + detail)
-        return "\n".join(lines), True
-
-    return run_exercise(transport, run, report, lambda e: failure_text(
-        e, path, "03", _check_failed), "mwms_mpi")
+def report(ex: MPIExercise, result):
+    tf_configs, training = result
+    addresses, size = ex.checks.ADDRESSES, ex.transport.size
+    workers = len(addresses)
+    lines = [ex.say(f"mwms_mpi: tf_configs from {ex.path.name}; {workers} workers "
+                    f"({', '.join(addresses)}) over {size} MPI rank(s)",
+                    f"mwms_mpi：来自 {ex.path.name} 的 tf_configs；{workers} 个工作器"
+                    f"（{', '.join(addresses)}）分布在 {size} 个 MPI rank 上")]
+    lines += [ex.say(f"  worker {w}: TF_CONFIG={text}", f"  工作器 {w}：TF_CONFIG={text}")
+              for w, text in enumerate(tf_configs(list(addresses)))]
+    try:
+        detail = ex.checks.verify_training(training, workers)
+    except CheckFailed as failed:
+        lines.append("  ✗ " + check_failed(failed, ex.lang).replace("\n", "\n      "))
+        return "\n".join(lines), False
+    lines.append("  ✓ " + localize(tr("every worker created MultiWorkerMirroredStrategy from "
+                                      "its TF_CONFIG: ", "每个工作器都按自己的 TF_CONFIG 创建了 "
+                                      "MultiWorkerMirroredStrategy："), ex.lang)
+                 + localize(detail, ex.lang))
+    return "\n".join(lines), True
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__file__, __doc__, "tf_configs", run, report, check_failed=check_failed))

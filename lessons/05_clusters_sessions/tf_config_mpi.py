@@ -18,49 +18,44 @@ import json
 import sys
 from pathlib import Path
 
-from course.mpi import exercise_path, failure_text, run_exercise, task_ranks, verdict
-from course.lessons import load_module
-from simdist.sim.transports import MPITransport
+from course.lessons import load_module, tr
+from course.mpi import MPIExercise, main, task_ranks, verdict
 
 HERE = Path(__file__).resolve().parent
 JOBS = {"ps": 1, "worker": 3}
 ADDS = 5
 
 
-def main(argv=None) -> int:
-    path = exercise_path(argv, HERE, __doc__, "server_from_tf_config")
-    checks = load_module(HERE / "checks.py")
-    transport = MPITransport()
+def run(ex: MPIExercise):
+    import simdist.graph as sim
+    from simdist.training.tf1_script import run_script
 
-    def run():
-        import simdist.graph as sim
-        from simdist.training.tf1_script import run_script
+    mine = load_module(ex.path)  # every rank, before the job: a stub stops them all
+    mine.server_from_tf_config(sim, json.dumps(
+        {"cluster": {"worker": ["localhost:2222"]}, "task": {"type": "worker", "index": 0}}))
+    sim.stop_all_servers()
+    return run_script(HERE / "tf_config_job.py", JOBS, ["--exercises", str(ex.path),
+                                                        "--adds", str(ADDS)], ex.transport)
 
-        mine = load_module(path)  # every rank, before the job: a stub stops them all
-        mine.server_from_tf_config(sim, json.dumps(
-            {"cluster": {"worker": ["localhost:2222"]}, "task": {"type": "worker",
-                                                                  "index": 0}}))
-        sim.stop_all_servers()
-        return run_script(HERE / "tf_config_job.py", JOBS, ["--exercises", str(path),
-                                                            "--adds", str(ADDS)], transport)
 
-    def report(job):
-        lines = [f"tf_config_mpi: server_from_tf_config from {path.name}; ps:0 and 3 workers "
-                 f"over {transport.size} MPI rank(s) ({task_ranks(JOBS, transport.size)})"]
-        for task, results in job.results.items():
-            server = results.get("server", {})
-            lines.append(f"  {task}: started {server.get('job')}:{server.get('index')} at "
-                         f"{server.get('target')}" + (f", last saw counter {results['last']}"
-                                                      if "last" in results else ""))
-
-        def verify():
-            return checks.verify_tf_config_job(job.results, JOBS, ADDS)
-
-        return verdict(lines, verify, "every task started its own server from its TF_CONFIG")
-
-    return run_exercise(transport, run, report, lambda e: failure_text(e, path, "05"),
-                        "tf_config_mpi")
+def report(ex: MPIExercise, job):
+    size, where = ex.transport.size, task_ranks(JOBS, ex.transport.size, ex.lang)
+    lines = [ex.say(f"tf_config_mpi: server_from_tf_config from {ex.path.name}; ps:0 and 3 "
+                    f"workers over {size} MPI rank(s) ({where})",
+                    f"tf_config_mpi：来自 {ex.path.name} 的 server_from_tf_config；ps:0 和 3 个"
+                    f"工作器分布在 {size} 个 MPI rank 上（{where}）")]
+    for task, results in job.results.items():
+        server = results.get("server", {})
+        started, target = f"{server.get('job')}:{server.get('index')}", server.get("target")
+        last = results.get("last")
+        lines.append(ex.say(f"  {task}: started {started} at {target}"
+                            + (f", last saw counter {last}" if "last" in results else ""),
+                            f"  {task}：在 {target} 启动了 {started}"
+                            + (f"，最后看到计数器为 {last}" if "last" in results else "")))
+    return verdict(lines, lambda: ex.checks.verify_tf_config_job(job.results, JOBS, ADDS),
+                   tr("every task started its own server from its TF_CONFIG",
+                      "每个任务都按自己的 TF_CONFIG 启动了自己的服务器"), ex.lang)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__file__, __doc__, "server_from_tf_config", run, report))

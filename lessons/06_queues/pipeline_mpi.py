@@ -15,13 +15,12 @@ ends normally, without MPI_Abort).
 """
 
 import sys
-from pathlib import Path
 
 from course.lessons import CheckFailed, load_module, tr
-from course.mpi import exercise_path, failure_text, run_exercise, verdict
-from simdist.sim.transports import MPITransport
+from course.mpi import MPIExercise, main, on_ranks, verdict
 
-HERE = Path(__file__).resolve().parent
+#: the roles of loader_trainer's tasks (checks.PIPELINE_TASKS) in Chinese
+ROLES_ZH = {"the queue": "队列", "the trainer": "训练者", "the loader": "加载者"}
 
 
 def same_on_every_rank(transport, capacity):
@@ -31,8 +30,10 @@ def same_on_every_rank(transport, capacity):
     chosen = transport.allgather(repr(capacity))
     other = next((r for r, c in enumerate(chosen) if c != chosen[0]), None)
     if other is not None:
-        raise CheckFailed(f"choose_capacity returned {chosen[0]} on rank 0 and {chosen[other]} "
-                          f"on rank {other}",
+        raise CheckFailed(tr(f"choose_capacity returned {chosen[0]} on rank 0 and "
+                             f"{chosen[other]} on rank {other}",
+                             f"choose_capacity 在 rank 0 上返回 {chosen[0]}，在 rank {other} 上"
+                             f"返回 {chosen[other]}"),
                           tr("every rank runs the same program and must make the same choice: "
                              "do not let it depend on the rank, the time or a random draw",
                              "每个进程运行的是同一个程序，必须做出同样的选择：别让它取决于进程号、"
@@ -40,27 +41,30 @@ def same_on_every_rank(transport, capacity):
     return capacity
 
 
-def main(argv=None) -> int:
-    path = exercise_path(argv, HERE, __doc__, "choose_capacity")
-    checks = load_module(HERE / "checks.py")
-    transport = MPITransport()
-    chosen = []
+def run(ex: MPIExercise):
+    capacity = same_on_every_rank(ex.transport, load_module(ex.path).choose_capacity())
+    capacity = ex.checks.valid_capacity(capacity)
+    return capacity, {c: ex.checks.run_stalls(c, ex.transport)
+                      for c in ex.checks.capacity_runs(capacity)}
 
-    def run():
-        capacity = same_on_every_rank(transport, load_module(path).choose_capacity())
-        chosen.append(checks.valid_capacity(capacity))
-        return {c: checks.run_stalls(c, transport) for c in checks.capacity_runs(chosen[0])}
 
-    def report(runs):
-        lines = [f"pipeline_mpi: choose_capacity from {path.name}; loader_trainer's 3 tasks "
-                 f"over {transport.size} MPI rank(s) ({checks.pipeline_ranks(transport.size)})"]
-        lines += ["  " + checks.describe_stalls(c, run) for c, run in runs.items()]
-        return verdict(lines, lambda: checks.verify_capacity(chosen[0], runs),
-                       f"the queue carries the trainer through a stall")
-
-    return run_exercise(transport, run, report, lambda e: failure_text(e, path, "06"),
-                        "pipeline_mpi")
+def report(ex: MPIExercise, result):
+    capacity, runs = result
+    checks, size = ex.checks, ex.transport.size
+    where = on_ranks([ex.say(f"{task} ({role})", f"{task}（{ROLES_ZH.get(role, role)}）")
+                      for task, role in checks.PIPELINE_TASKS.items()], size, ex.lang)
+    lines = [ex.say(f"pipeline_mpi: choose_capacity from {ex.path.name}; loader_trainer's 3 "
+                    f"tasks over {size} MPI rank(s) ({where})",
+                    f"pipeline_mpi：来自 {ex.path.name} 的 choose_capacity；loader_trainer 的 "
+                    f"3 个任务分布在 {size} 个 MPI rank 上（{where}）")]
+    lines += ["  " + ex.say(checks.describe_stalls(c, run),
+                            f"容量 {c}：训练者饥饿 {run.starved_fraction:.1%}，它最长的一步 "
+                            f"{checks.longest_step_ns(run) / 1e6:.2f} ms")
+              for c, run in runs.items()]
+    return verdict(lines, lambda: checks.verify_capacity(capacity, runs),
+                   tr("the queue carries the trainer through a stall",
+                      "队列让训练者撑过了一次停顿"), ex.lang)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__file__, __doc__, "choose_capacity", run, report))

@@ -16,35 +16,43 @@ wrong (the job ends normally, without MPI_Abort).
 """
 
 import sys
-from pathlib import Path
 
-from course.lessons import load_module
-from course.mpi import exercise_path, failure_text, run_exercise, verdict
-from simdist.sim.transports import MPITransport
-
-HERE = Path(__file__).resolve().parent
+from course.lessons import load_module, tr
+from course.mpi import MPIExercise, main, on_ranks, verdict
 
 
-def main(argv=None) -> int:
-    path = exercise_path(argv, HERE, __doc__, "predict_applied")
-    checks = load_module(HERE / "checks.py")
-    transport = MPITransport()
-    predicted = []
+def run(ex: MPIExercise):  # the prediction first, on every rank: a stub stops them all alike
+    predicted = ex.checks.valid_applied(load_module(ex.path).predict_applied())
+    return predicted, ex.checks.run_slow_chief(ex.transport)
 
-    def run():  # the prediction first, on every rank: a stub stops them all alike
-        predicted.append(checks.valid_applied(load_module(path).predict_applied()))
-        return checks.run_slow_chief(transport)
 
-    def report(run):
-        lines = [f"straggler_mpi: predict_applied from {path.name}; 1 ps and 4 workers over "
-                 f"{transport.size} MPI rank(s) ({checks.job_ranks(transport.size)})"]
-        lines += [line for line in run.describe() if line.startswith("  worker ")]
-        return verdict(lines, lambda: checks.verify_applied(predicted[0], run),
-                       f"your prediction is the accumulators' tally")
+def worker_lines(ex: MPIExercise, run) -> list:
+    """Each worker's steps, gradients applied and dropped, and loss (as ``run.describe()``
+    writes them in English)."""
+    if ex.lang != "zh":
+        return [line for line in run.describe() if line.startswith("  worker ")]
+    lines = []
+    for k, (applied, dropped) in run.gradients_by_worker().items():
+        losses = [loss for _, _, loss in run.worker_runs[k]]
+        lines.append(f"  工作器 {k}：{len(losses)} 步，应用了 {applied} 个梯度，丢弃 {dropped} 个，"
+                     f"损失 {losses[0]:.3f} -> {losses[-1]:.3f}" if losses
+                     else f"  工作器 {k}：一步也没有")
+    return lines
 
-    return run_exercise(transport, run, report, lambda e: failure_text(e, path, "07"),
-                        "straggler_mpi")
+
+def report(ex: MPIExercise, result):
+    predicted, run = result
+    size, workers = ex.transport.size, ex.checks.SLOW_CHIEF["workers"]
+    where = on_ranks(["ps:0"] + [f"worker:{k}" for k in range(workers)], size, ex.lang)
+    lines = [ex.say(f"straggler_mpi: predict_applied from {ex.path.name}; 1 ps and 4 workers "
+                    f"over {size} MPI rank(s) ({where})",
+                    f"straggler_mpi：来自 {ex.path.name} 的 predict_applied；1 个 ps 和 4 个"
+                    f"工作器分布在 {size} 个 MPI rank 上（{where}）")]
+    lines += worker_lines(ex, run)
+    return verdict(lines, lambda: ex.checks.verify_applied(predicted, run),
+                   tr("your prediction is the accumulators' tally", "你的预测与累加器的计数一致"),
+                   ex.lang)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__file__, __doc__, "predict_applied", run, report))

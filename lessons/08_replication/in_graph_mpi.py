@@ -15,45 +15,41 @@ check fails (the job ends normally, without MPI_Abort).
 """
 
 import sys
-from pathlib import Path
 
-from course.mpi import exercise_path, failure_text, run_exercise, task_ranks, verdict
-from course.lessons import load_module
-from simdist.sim.transports import MPITransport
-
-HERE = Path(__file__).resolve().parent
+from course.lessons import load_module, tr
+from course.mpi import MPIExercise, main, task_ranks, verdict
 
 
-def main(argv=None) -> int:
-    path = exercise_path(argv, HERE, __doc__, "master_requests")
-    checks = load_module(HERE / "checks.py")
-    transport = MPITransport()
+def run(ex: MPIExercise):
+    answers = ex.checks.request_answers(load_module(ex.path))  # every rank, before simulating
+    runs = {case: ex.checks.run_requests_case(case, ex.transport)
+            for case in ex.checks.REQUEST_CASES}
+    return answers, runs
 
-    def run():
-        answers = checks.request_answers(load_module(path))  # every rank, before simulating
-        runs = {case: checks.run_requests_case(case, transport) for case in checks.REQUEST_CASES}
-        return answers, runs
 
-    def report(result):
-        answers, runs = result
-        ranks = transport.size
-        lines = [f"in_graph_mpi: master_requests from {path.name}; in_graph_training over "
-                 f"{ranks} MPI rank(s)"]
-        measured = {}
-        for case, run in runs.items():
-            workers, mode, steps = case
-            register, run_graph = measured[case] = checks.counted_requests(run)
-            lines.append(f"  {workers} workers, {mode}, {steps} steps "
-                         f"({task_ranks({'ps': 1, 'worker': workers}, ranks)}): the master sent {register} "
-                         f"RegisterGraph and {run_graph} RunGraph requests, "
-                         f"{checks.between_ranks(run, workers, ranks)} of the "
-                         f"{register + run_graph} to a task on another rank")
-        return verdict(lines, lambda: checks.verify_requests(answers, measured),
-                       f"your predictions match the requests counted on rank 0")
-
-    return run_exercise(transport, run, report, lambda e: failure_text(e, path, "08"),
-                        "in_graph_mpi")
+def report(ex: MPIExercise, result):
+    answers, runs = result
+    checks, ranks = ex.checks, ex.transport.size
+    lines = [ex.say(f"in_graph_mpi: master_requests from {ex.path.name}; in_graph_training "
+                    f"over {ranks} MPI rank(s)",
+                    f"in_graph_mpi：来自 {ex.path.name} 的 master_requests；in_graph_training "
+                    f"分布在 {ranks} 个 MPI rank 上")]
+    measured = {}
+    for case, run in runs.items():
+        workers, mode, steps = case
+        register, run_graph = measured[case] = checks.counted_requests(run)
+        where = task_ranks({"ps": 1, "worker": workers}, ranks, ex.lang)
+        across, total = checks.between_ranks(run, workers, ranks), register + run_graph
+        lines.append(ex.say(f"  {workers} workers, {mode}, {steps} steps ({where}): the master "
+                            f"sent {register} RegisterGraph and {run_graph} RunGraph requests, "
+                            f"{across} of the {total} to a task on another rank",
+                            f"  {workers} 个工作器，{mode}，{steps} 步（{where}）：master 发出了 "
+                            f"{register} 个 RegisterGraph 请求和 {run_graph} 个 RunGraph 请求，"
+                            f"这 {total} 个中有 {across} 个发往另一个 rank 上的任务"))
+    return verdict(lines, lambda: checks.verify_requests(answers, measured),
+                   tr("your predictions match the requests counted on rank 0",
+                      "你的预测与 rank 0 上数出的请求一致"), ex.lang)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__file__, __doc__, "master_requests", run, report))

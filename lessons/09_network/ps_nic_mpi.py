@@ -16,41 +16,39 @@ ends normally, without MPI_Abort).
 """
 
 import sys
-from pathlib import Path
 
-from course.mpi import exercise_path, failure_text, run_exercise, verdict
-from course.lessons import load_module
-from simdist.sim.transports import MPITransport
-
-HERE = Path(__file__).resolve().parent
+from course.lessons import load_module, tr
+from course.mpi import MPIExercise, main, verdict
 
 
-def main(argv=None) -> int:
-    path = exercise_path(argv, HERE, __doc__, "choose_ps_for_float16")
-    checks = load_module(HERE / "checks.py")
-    transport = MPITransport()
+def run(ex: MPIExercise):
+    mine = ex.checks.float16_answer(load_module(ex.path))  # every rank, before simulating
+    return mine, {ps: ex.checks.run_float16(ps, ex.transport)
+                  for ps in ex.checks.float16_cases(mine)}
 
-    def run():
-        mine = checks.float16_answer(load_module(path))  # every rank, before simulating
-        return mine, {ps: checks.run_float16(ps, transport) for ps in checks.float16_cases(mine)}
 
-    def report(result):
-        mine, runs = result
-        ranks = transport.size
-        lines = [f"ps_nic_mpi: choose_ps_for_float16 from {path.name} returned {mine}; 4 "
-                 f"workers with float16 gradients over {ranks} MPI rank(s)"]
-        loads = {}
-        for ps, run in runs.items():
-            loads[ps] = checks.busiest_ps(run)
-            lines.append(f"  {ps} ps ({checks.task_ranks(ps, ranks)}): the busiest ps NIC "
-                         f"busy {loads[ps].busy_out:.0%} out, {loads[ps].busy_in:.0%} in")
-        return verdict(lines, lambda: checks.verify_float16(mine, loads.get),
-                       "the fewest ps tasks that keep every ps NIC at most "
-                       f"{checks.FLOAT16_AT_MOST:.0%} busy")
-
-    return run_exercise(transport, run, report, lambda e: failure_text(e, path, "09"),
-                        "ps_nic_mpi")
+def report(ex: MPIExercise, result):
+    mine, runs = result
+    checks, ranks = ex.checks, ex.transport.size
+    lines = [ex.say(f"ps_nic_mpi: choose_ps_for_float16 from {ex.path.name} returned {mine}; "
+                    f"4 workers with float16 gradients over {ranks} MPI rank(s)",
+                    f"ps_nic_mpi：来自 {ex.path.name} 的 choose_ps_for_float16 返回了 {mine}；"
+                    f"4 个使用 float16 梯度的工作器分布在 {ranks} 个 MPI rank 上")]
+    loads = {}
+    for ps, run in runs.items():
+        load = loads[ps] = checks.busiest_ps(run)
+        where = checks.task_ranks(ps, ranks)  # "rank 0: worker:0, ...; rank 1: ..."
+        where = ex.say(where, where.replace(": ", "：").replace("; ", "；"))
+        lines.append(ex.say(f"  {ps} ps ({where}): the busiest ps NIC busy "
+                            f"{load.busy_out:.0%} out, {load.busy_in:.0%} in",
+                            f"  {ps} 个 ps（{where}）：最忙的 ps 网卡出方向忙碌 "
+                            f"{load.busy_out:.0%}，入方向 {load.busy_in:.0%}"))
+    at_most = checks.FLOAT16_AT_MOST
+    return verdict(lines, lambda: checks.verify_float16(mine, loads.get),
+                   tr(f"the fewest ps tasks that keep every ps NIC at most {at_most:.0%} busy",
+                      f"让每个 ps 网卡的忙碌时间不超过 {at_most:.0%} 的最少 ps 任务数"),
+                   ex.lang)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__file__, __doc__, "choose_ps_for_float16", run, report))

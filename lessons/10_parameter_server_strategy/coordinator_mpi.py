@@ -14,37 +14,31 @@ count; the exit code is 1 when a check fails (the job ends normally, without MPI
 """
 
 import sys
-from pathlib import Path
 
-from course.mpi import exercise_path, failure_text, run_exercise, task_ranks, verdict
-from course.lessons import load_module
-from simdist.sim.transports import MPITransport
-
-HERE = Path(__file__).resolve().parent
+from course.lessons import load_module, tr
+from course.mpi import MPIExercise, main, task_ranks, verdict
 
 
-def main(argv=None) -> int:
-    path = exercise_path(argv, HERE, __doc__, "register_functions")
-    checks = load_module(HERE / "checks.py")
-    transport = MPITransport()
-    job = {}
+def run(ex: MPIExercise):
+    cluster, fn = ex.checks.prepare_labels_job(load_module(ex.path))
+    return fn.__name__, sorted(cluster.functions), ex.checks.run_labels_job(cluster, fn,
+                                                                            ex.transport)
 
-    def run():
-        cluster, fn = checks.prepare_labels_job(load_module(path))
-        job.update(name=fn.__name__, registered=sorted(cluster.functions))
-        return checks.run_labels_job(cluster, fn, transport)
 
-    def report(result):
-        ranks = transport.size
-        lines = [f"coordinator_mpi: register_functions from {path.name}; a chief, 2 workers "
-                 f"and 1 ps over {ranks} MPI rank(s) ({task_ranks(checks.LABELS_JOB, ranks)})",
-                 f"  registered on every rank: {', '.join(job['registered'])}"]
-        return verdict(lines, lambda: checks.verify_labels(result, job["name"]),
-                       f"the workers found {job['name']} and dataset_fn by name")
-
-    return run_exercise(transport, run, report, lambda e: failure_text(e, path, "10"),
-                        "coordinator_mpi")
+def report(ex: MPIExercise, result):
+    name, registered, labels = result
+    ranks = ex.transport.size
+    where = task_ranks(ex.checks.LABELS_JOB, ranks, ex.lang)
+    lines = [ex.say(f"coordinator_mpi: register_functions from {ex.path.name}; a chief, 2 "
+                    f"workers and 1 ps over {ranks} MPI rank(s) ({where})",
+                    f"coordinator_mpi：来自 {ex.path.name} 的 register_functions；一个主工作器、"
+                    f"2 个工作器和 1 个 ps 分布在 {ranks} 个 MPI rank 上（{where}）"),
+             ex.say("  registered on every rank: ", "  每个 rank 上注册的：")
+             + ", ".join(registered)]
+    return verdict(lines, lambda: ex.checks.verify_labels(labels, name),
+                   tr(f"the workers found {name} and dataset_fn by name",
+                      f"工作器按名字找到了 {name} 和 dataset_fn"), ex.lang)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__file__, __doc__, "register_functions", run, report))

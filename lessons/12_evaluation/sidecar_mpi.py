@@ -15,40 +15,38 @@ code is 1 when a check fails (the job ends normally, without MPI_Abort).
 """
 
 import sys
-from pathlib import Path
 
-from course.mpi import exercise_path, failure_text, run_exercise, task_ranks, verdict
-from course.lessons import load_module
-from simdist.sim.transports import MPITransport
-
-HERE = Path(__file__).resolve().parent
+from course.lessons import load_module, tr
+from course.mpi import MPIExercise, main, task_ranks, verdict
 
 
-def main(argv=None) -> int:
-    path = exercise_path(argv, HERE, __doc__, "predict_sidecar")
-    checks = load_module(HERE / "checks.py")
-    transport = MPITransport()
+def run(ex: MPIExercise):
+    checks = ex.checks
+    mine = load_module(ex.path).predict_sidecar()  # every rank, before simulating
+    return mine, checks.simulate_evaluation(checks.Exercise(**checks.SIDECAR), "sidecar",
+                                            poll_ns=checks.POLL_NS, transport=ex.transport)
 
-    def run():
-        mine = load_module(path).predict_sidecar()  # every rank, before simulating
-        return mine, checks.simulate_evaluation(checks.Exercise(**checks.SIDECAR), "sidecar",
-                                                poll_ns=checks.POLL_NS, transport=transport)
 
-    def report(result):
-        mine, run = result
-        side = checks.sidecar_of(run)
-        jobs = {"chief": 1, "worker": checks.SIDECAR["workers"], "ps": 1, "evaluator": 1}
-        lines = [f"sidecar_mpi: predict_sidecar from {path.name} returned {mine!r}; a chief, "
-                 f"{jobs['worker']} workers, a ps and the evaluator over {transport.size} MPI "
-                 f"rank(s) ({task_ranks(jobs, transport.size)})",
-                 "  the evaluator could see: " + ", ".join(
-                     f"{name} at {at / 1e6:.3f} ms" for name, at in side["visible"].items())]
-        return verdict(lines, lambda: checks.verify_sidecar(mine, side),
-                       "the checkpoints the side-car evaluates")
-
-    return run_exercise(transport, run, report, lambda e: failure_text(e, path, "12"),
-                        "sidecar_mpi")
+def report(ex: MPIExercise, result):
+    mine, run = result
+    checks, size = ex.checks, ex.transport.size
+    side = checks.sidecar_of(run)
+    jobs = {"chief": 1, "worker": checks.SIDECAR["workers"], "ps": 1, "evaluator": 1}
+    where = task_ranks(jobs, size, ex.lang)
+    lines = [ex.say(f"sidecar_mpi: predict_sidecar from {ex.path.name} returned {mine!r}; a "
+                    f"chief, {jobs['worker']} workers, a ps and the evaluator over {size} MPI "
+                    f"rank(s) ({where})",
+                    f"sidecar_mpi：来自 {ex.path.name} 的 predict_sidecar 返回了 {mine!r}；一个"
+                    f"主工作器、{jobs['worker']} 个工作器、一个 ps 和评估器分布在 {size} 个 MPI "
+                    f"rank 上（{where}）"),
+             ex.say("  the evaluator could see: " + ", ".join(
+                 f"{name} at {at / 1e6:.3f} ms" for name, at in side["visible"].items()),
+                    "  评估器能看到的：" + "，".join(
+                 f"{name}（{at / 1e6:.3f} ms 时）" for name, at in side["visible"].items()))]
+    return verdict(lines, lambda: checks.verify_sidecar(mine, side),
+                   tr("the checkpoints the side-car evaluates", "边车评估器评估的检查点"),
+                   ex.lang)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__file__, __doc__, "predict_sidecar", run, report))

@@ -8,7 +8,7 @@ import sys
 
 from course.checks import isolated, peek
 from course.folders import LessonError, find_lesson, repo_relative, solution_path
-from course.lang import LANGUAGES, language
+from course.lang import LANGUAGES, language, say
 from course.report import print_checks
 from course.sandbox import TIMEOUT_S
 from course.status import all_lessons_status, format_progress
@@ -84,7 +84,8 @@ def _all(args, lang: str) -> int:
 
     def progress(i, n, lesson_dir):
         if live:
-            print(f"[{i + 1}/{n}] checking {lesson_dir.name} ...", end="\r", flush=True)
+            print(say(f"[{i + 1}/{n}] checking {lesson_dir.name} ...",
+                      f"[{i + 1}/{n}] 正在检查 {lesson_dir.name} ...", lang), end="\r", flush=True)
 
     rows = all_lessons_status(args.lessons_dir, args.workspace, progress)
     if live:
