@@ -17,13 +17,17 @@ What flow mode does not model (the call falls back to messages where it would ma
 
 - real values: a call over numpy arrays always runs its messages (it must add them up);
 - members that are devices of a task (``device=``), and layouts without a closed form: an
-  algorithm other than hierarchical with two members on one machine, hierarchical with
-  explicit ``groups`` or pipelined over machines of unequal sizes, a reduce-to-one with
-  a ``root``: these run as messages (``simdist run data_parallel --fidelity flow`` refuses
-  such a layout up front, ``no_flow_plan``, rather than say "flow" and send messages);
-- the start: a flow-level call starts when its last member joins; in message mode the early
-  members' first sends start before (message mode may end earlier when members join at
-  different times);
+  algorithm other than ring and hierarchical with two members on one machine, a ring whose
+  machines' members are not next to each other (two hops through one NIC) or too costly to
+  evaluate (``RING_WORK``), hierarchical with explicit ``groups`` or pipelined over
+  machines of unequal sizes, a reduce-to-one with a ``root``: these run as messages
+  (``simdist run data_parallel --fidelity flow`` refuses such a layout up front,
+  ``no_flow_plan``, rather than say "flow" and send messages);
+- the start and the end: a flow-level call starts when its last member joins and ends for
+  all its members at once; in message mode the early members' first sends start before,
+  and in a ring over machines of several tasks a member that hears over the machine's link
+  ends while its NIC still sends the last chunk on (up to (k-1)/(2(p-1)) of the ring
+  sooner; a training loop's next step starts that much earlier there: docs/results/overlap.md);
 - inside a phase: the latencies of a phase are one block, its transfer one fluid stream at
   the rate its busiest port allows; pipelining (``pieces``) is in the closed form only;
 - contention between flows and messages: a flow shares NICs with the other flows, not with
@@ -65,6 +69,8 @@ def _plan(record, orders, n, hardware, options):
     machines = [layout.machine_of(o) for o in orders]
     if record.name != "hierarchical":
         if len(set(machines)) != len(orders):
+            if record.name == "ring":  # several tasks a machine: hops over NICs and NVLink
+                return _ring_on_machines(orders, machines, n, hardware, **options)
             return None
         formula = record.formula(len(orders), n, hardware.network.latency_ns,
                                  hardware.network.bandwidth, **options)
@@ -85,6 +91,76 @@ def _ring(orders, n, total, pieces=1):
     p = len(orders)
     moved = [(p - 1) * math.ceil(n / p)] * p
     return _even(("reduce-scatter", "all-gather"), total, [_net(orders, moved, moved)] * 2)
+
+
+def _ring_on_machines(orders, machines, n, hardware, pieces=1):
+    """A ring whose members share machines (NCCL's ring over 4 GPUs a server): its hops
+    between machines cross the NICs, the others the machine's own link (NVLink, shared
+    memory). Each machine's members must be next to each other in the ring, so that each
+    NIC carries one hop each way (as in message mode's FIFOs); else None (messages)."""
+    p = len(orders)
+    crosses = [machines[r] != machines[(r + 1) % p] for r in range(p)]
+    if any(crosses) and sum(crosses) != len(set(machines)):
+        return None  # a machine's members apart in the ring: hops would share its NIC
+    total = ring_on_machines(crosses, n, hardware, pieces)
+    if total is None:
+        return None
+    moved = (p - 1) * math.ceil(n / p)
+    traffic = []
+    for r, o in enumerate(orders):  # each member sends to its successor, hears its predecessor
+        out, into = (NETWORK if crosses[r] else INTRA), (NETWORK if crosses[r - 1] else INTRA)
+        traffic += [(o, out, moved, moved)] if out == into else \
+            [(o, out, moved, 0), (o, into, 0, moved)]
+    return _even(("reduce-scatter", "all-gather"), total, [tuple(traffic)] * 2)
+
+
+#: the most port steps ``ring_on_machines`` evaluates (about a second of Python): a period
+#: of the ring's pattern x its 2(p-1) steps x the pieces
+RING_WORK = 1 << 20
+
+
+def _period(crosses) -> int:
+    """The period of a ring's pattern of hops: a machine's members when every machine holds
+    as many (1 when none crosses), else the whole ring."""
+    p = len(crosses)
+    cut = [r for r in range(p) if crosses[r]]
+    gaps = {(b - a) % p or p for a, b in zip(cut, cut[1:] + cut[:1])}
+    return 1 if not cut else gaps.pop() if len(gaps) == 1 else p
+
+
+def ring_on_machines(crosses, n: int, hardware, pieces: int = 1) -> float | None:
+    """The ring all-reduce's time in ns when hop r (member r to r+1) crosses the network
+    where ``crosses[r]`` and the machine's own link elsewhere, as message mode runs it: each
+    hop a + (n/p/pieces)/B of its link, each port a FIFO carrying one hop. A member sends
+    step s's pieces as it receives step s-1's from its predecessor and its port is free, so
+    the slowest hop (the NIC's) sets the pace once the chunks are large, as in NCCL's ring;
+    its sender's next chunks queue while the hops inside machines wait. Evaluated step by
+    step over one period of the pattern (a machine's members when every machine holds as
+    many, else the whole ring); None beyond ``RING_WORK`` port steps."""
+    p = len(crosses)
+    if p < 2:
+        return 0.0
+    chunk = math.ceil(n / p) / pieces
+    net, intra = hardware.network, hardware.intra_link
+    hop = [(link.latency_ns, chunk * 1e9 / link.bandwidth)
+           for link in (net if x else intra for x in crosses)]
+    q = _period(crosses)  # hop[r] is hop[r % q]
+    if q * 2 * (p - 1) * pieces > RING_WORK:
+        return None
+    ready = [[0.0] * pieces for _ in range(q)]  # when each member may send each piece
+    free = [0.0] * q  # when its port is free
+    for _ in range(2 * (p - 1)):  # a step: each member sends a chunk's pieces to the next
+        got = [None] * q
+        for c in range(q):
+            a, d = hop[c]
+            t, out = free[c], []
+            for j in range(pieces):
+                t = max(ready[c][j], t)
+                out.append(t + a + d)
+                t += d
+            free[c], got[(c + 1) % q] = t, out
+        ready = got
+    return max(r[-1] for r in ready)
 
 
 def _reduce_to_one(orders, n, total):
@@ -178,17 +254,36 @@ PLANS = {"ring": _ring, "reduce-to-one": _reduce_to_one,
          "ps": _ps, "hierarchical": _hierarchical}
 
 
-def no_flow_plan(algorithm: str, tasks: int, tasks_per_machine: int) -> str | None:
-    """Why an all-reduce of ``algorithm`` over ``tasks`` tasks, ``tasks_per_machine`` to a
-    machine, would run as messages in flow mode (a phrase), or None when it has a flow plan:
-    a command that offers ``--fidelity flow`` refuses it up front rather than fall back."""
+def no_flow_plan(algorithm: str, tasks: int, tasks_per_machine: int,
+                 pieces: int = 1) -> str | None:
+    """Why an all-reduce of ``algorithm`` over tasks 0..``tasks``-1, ``tasks_per_machine`` to
+    a machine, would run as messages in flow mode (a phrase naming what would not, ending
+    with what to use instead), or None when it has a flow plan: a command that offers
+    ``--fidelity flow`` refuses it up front rather than fall back."""
+    k = tasks_per_machine
     if algorithm not in PLANS:
-        return f"the {algorithm} all-reduce has no flow-level plan"
-    if algorithm != "hierarchical" and tasks_per_machine > 1 and tasks > 1:
-        return (f"the {algorithm} all-reduce over {tasks} tasks, {tasks_per_machine} to a "
-                "machine, has no flow-level plan (flows run between machines; only "
-                "hierarchical takes the machines' own tasks first)")
-    return None
+        return (f"the {algorithm} all-reduce has no flow-level plan; use --fidelity message or "
+                f"one of {', '.join(PLANS)}")
+    if k <= 1 or tasks <= 1:
+        return None
+    what = (f"the {algorithm} all-reduce{f' with --pieces {pieces}' if pieces > 1 else ''} "
+            f"over {tasks} tasks, {k} to a machine, has no flow-level plan")
+    if algorithm == "ring":
+        q = _period([r // k != (r + 1) % tasks // k for r in range(tasks)])
+        if q * 2 * (tasks - 1) * pieces <= RING_WORK:
+            return None
+        cause, fix = ((f"its last machine holds {tasks % k}", f"a multiple of {k} tasks")
+                      if tasks % k else (f"{pieces} pieces a chunk", "fewer --pieces"))
+        return (f"{what} (evaluating it costs {q * 2 * (tasks - 1) * pieces:,} port steps, "
+                f"over {RING_WORK:,}: {cause}); use {fix} or --fidelity message")
+    if algorithm == "hierarchical":
+        if pieces <= 1 or tasks <= k or not tasks % k:
+            return None
+        return (f"{what} (pipelined, its closed form holds for machines of equal sizes); use "
+                f"a multiple of {k} tasks, --pieces 1 or --fidelity message")
+    return (f"{what} (flows take several tasks a machine in the ring and hierarchical only); "
+            "use --algorithm ring or hierarchical, --tasks-per-machine 1 or --fidelity "
+            "message")
 
 
 def _group(ctx, members, name):
@@ -266,24 +361,45 @@ def flow_all_reduce(ctx, record, members, value, op, options):
     return value
 
 
+#: id(phase) -> (the FlowPhase, its NETWORK bytes by member: {order: [(tx, rx), ...]}, the
+#: most bytes one port moves): the tasks of one process share a plan (``_plan``'s cache),
+#: so each phase's traffic is indexed once, not scanned again by each member
+_BY_MEMBER: dict = {}
+
+
+def _network_traffic(plan):
+    """``plan``'s NETWORK traffic by member, and its busiest port's bytes (cached)."""
+    entry = _BY_MEMBER.get(id(plan))
+    if entry is None or entry[0] is not plan:
+        if len(_BY_MEMBER) >= 256:
+            _BY_MEMBER.clear()
+        by_member, most = {}, 0
+        for order, link, tx, rx in plan.traffic:
+            if link == NETWORK:
+                by_member.setdefault(order, []).append((tx, rx))
+                most = max(most, tx, rx)
+        entry = _BY_MEMBER[id(plan)] = (plan, by_member, most)
+    return entry[1], entry[2]
+
+
 def _nic_spans(ctx, what: str, phase, plan) -> None:
     """This member's share of its machine's NIC during one phase, as message mode shows
     it: an egress span of its bytes sent and an ingress span of its bytes received, each
     as long as those bytes take at the speed the phase ran (its transfer time over the
     closed form's alone: slower when other flows shared the NICs)."""
     trace = ctx._trace  # a span of the NIC's process, kept in this task's stream
-    mine = [t for t in plan.traffic if t[0] == ctx.order and t[1] == NETWORK]
-    if trace is None or not mine:
+    if trace is None:
+        return
+    by_member, most = _network_traffic(plan)
+    mine = by_member.get(ctx.order)
+    if not mine or most <= 0:
         return
     per_byte = 1e9 / ctx.hardware.network.bandwidth  # ns
-    alone = max((max(tx, rx) for _, link, tx, rx in plan.traffic if link == NETWORK),
-                default=0) * per_byte  # W: the busiest port's transfer time alone
+    alone = most * per_byte  # W: the busiest port's transfer time alone
     took = phase.end - phase.start
     transfer = min(took, max(alone, took - (plan.duration_ns - alone)))
-    if alone <= 0:
-        return
     nic = nic_name(ctx.hardware.layout.machine_of(ctx.order))
-    for _, _, tx, rx in mine:
+    for tx, rx in mine:
         for lane, nbytes, name in (("egress", tx, f"{ctx.name} → {what}"),
                                    ("ingress", rx, f"{what} → {ctx.name}")):
             if nbytes:

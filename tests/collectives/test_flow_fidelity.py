@@ -12,6 +12,8 @@ from simdist.collectives import ALGORITHMS, all_reduce
 from simdist.sim.core import SimulationDeadlock
 from simdist.hardware.devices import Hardware, HardwareCatalog, Layout
 from simdist.base.errors import InvalidArgumentError
+from simdist.collectives.flow import no_flow_plan, ring_on_machines
+from simdist.collectives.formulas import ring
 from simdist.sim.flows import max_min_speeds
 from simdist.sim.payloads import Phantom
 from simdist.sim.scheduler import simulate
@@ -88,7 +90,7 @@ def test_real_values_and_shared_machines_still_run_their_messages():
     result = simulate({"worker": 4}, main, fidelity="flow")
     assert result.messages == 2 * 3 * 4 and result.flows == 0
     assert all(r == [10.0] * 8 for r in result.returns.values())
-    _, shared = one_all_reduce("ring", 4, 1 << 16, "flow", tasks_per_machine=2)
+    _, shared = one_all_reduce("binary-tree", 4, 1 << 16, "flow", tasks_per_machine=2)
     assert shared.messages > 0 and shared.flows == 0  # no closed form for this layout
 
 
@@ -161,3 +163,56 @@ def test_members_that_pass_different_sizes_get_an_error_naming_both():
                                                    r"B over 4 tasks where worker:1 called ring "
                                                    r"all-reduce #1 of 1024 B"):
         simulate({"worker": 4}, main, fidelity="flow")
+
+
+@pytest.mark.parametrize("p,per_machine,pieces", [(8, 4, 1), (16, 2, 1), (16, 4, 3), (6, 4, 1),
+                                                  (8, 8, 2)])
+@pytest.mark.parametrize("n", [4096, 1 << 22])
+def test_a_ring_over_machines_of_several_tasks_is_flows_as_fast_as_its_messages(
+        p, per_machine, pieces, n):
+    """Hops inside a machine on its own link, between machines on the NICs (4+2 tasks: the
+    last machine half full; 8 on one: no NIC at all): within 1% of message mode, the
+    closed form to the ns (pipelined: within a window's head a phase)."""
+    options = {"pieces": pieces} if pieces > 1 else {}
+    message, _ = one_all_reduce("ring", p, n, "message", per_machine, **options)
+    flow, result = one_all_reduce("ring", p, n, "flow", per_machine, **options)
+    assert abs(flow - message) <= 0.01 * message, (flow, message)
+    crosses = [r // per_machine != (r + 1) % p // per_machine for r in range(p)]
+    hw = hardware(per_machine)
+    closed = ring_on_machines(crosses, n, hw, pieces)
+    # pipelined on one link, a phase may end at its transfer time plus the head of its flow
+    slack = 2 * hw.min_latency_ns(p) if pieces > 1 else 1 + 1e-9 * closed
+    assert -1 <= flow - closed <= slack
+    assert result.messages == 0 and result.flows == 1
+
+
+def test_the_ring_over_machines_of_one_task_is_the_ring_closed_form():
+    net = hardware().network
+    for p, n, pieces in ((2, 4096, 1), (16, 1 << 22, 1), (8, 1 << 20, 4), (5, 999, 2)):
+        assert ring_on_machines([True] * p, n, hardware(), pieces) == pytest.approx(
+            ring(p, n, net.latency_ns, net.bandwidth, pieces), rel=1e-12)
+
+
+def test_a_ring_whose_machines_interleave_runs_its_messages():
+    """Members 0, 2, 1, 3 on machines 0, 1, 0, 1: every hop crosses, two through each NIC."""
+    def main(ctx):
+        yield from all_reduce(ctx, [0, 2, 1, 3], Phantom(4096), algorithm="ring")
+
+    result = simulate({"worker": 4}, main, hardware=hardware(2), fidelity="flow")
+    assert result.flows == 0 and result.messages == 2 * 3 * 4
+
+
+@pytest.mark.parametrize("algorithm,tasks,per_machine,pieces,why", [
+    ("ring", 512, 4, 1, None), ("ring", 6, 4, 3, None), ("hierarchical", 10, 4, 1, None),
+    ("ps", 16, 4, 1, "the ps all-reduce over 16 tasks, 4 to a machine, has no flow-level "
+                     "plan (flows take several tasks a machine in the ring and hierarchical "
+                     "only); use --algorithm ring or hierarchical"),
+    ("ring", 1023, 4, 1, "the ring all-reduce over 1023 tasks, 4 to a machine, has no "
+                         "flow-level plan (evaluating it costs 2,091,012 port steps, over "
+                         "1,048,576: its last machine holds 3); use a multiple of 4 tasks"),
+    ("hierarchical", 10, 4, 2, "the hierarchical all-reduce with --pieces 2 over 10 tasks, 4 "
+                               "to a machine, has no flow-level plan (pipelined")])
+def test_no_flow_plan_names_the_layouts_flow_mode_runs_as_messages(algorithm, tasks,
+                                                                  per_machine, pieces, why):
+    said = no_flow_plan(algorithm, tasks, per_machine, pieces)
+    assert said == why if why is None else said.startswith(why) and "\n" not in said

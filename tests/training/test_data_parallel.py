@@ -152,12 +152,28 @@ def test_cli_stragglers_from_measured_step_times(tmp_path, capsys):
 
 
 def test_flow_fidelity_refuses_a_layout_it_would_run_as_messages(capsys):
-    """Flows run between machines: a ring with several workers a machine has no flow plan,
-    and flow mode says so up front instead of quietly sending every message."""
+    """A ring over machines of several workers is flows (NIC hops and NVLink hops); parameter
+    servers sharing machines have no flow plan, and flow mode says so up front instead of
+    quietly sending every message."""
     argv = ["run", "data_parallel", "--workers", "16", "--tasks-per-machine", "4", "--steps",
             "1", "--fidelity", "flow", "--quiet"]
-    assert simdist_main(argv) == 2
-    assert ("--fidelity flow: the ring all-reduce over 16 tasks, 4 to a machine, has no "
-            "flow-level plan") in capsys.readouterr().err
-    assert simdist_main([*argv, "--algorithm", "hierarchical"]) == 0
-    assert "0 messages, 1 flow-level collectives" in capsys.readouterr().out
+    assert simdist_main([*argv, "--algorithm", "ps"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("simdist: error: --fidelity flow: the ps all-reduce over 16 "
+                              "tasks, 4 to a machine, has no flow-level plan (")
+    for algorithm in ("ring", "hierarchical"):
+        assert simdist_main([*argv, "--algorithm", algorithm]) == 0
+        assert "0 messages, 1 flow-level collectives" in capsys.readouterr().out
+
+
+def test_the_summary_says_message_when_flow_mode_fell_back():
+    from simdist.training.programs.data_parallel import _fidelity
+
+    fell_back, _ = run(6, "flow", tasks_per_machine=4, algorithm="hierarchical",
+                       options={"pieces": 2})  # unequal machines: no pipelined closed form
+    assert fell_back.flows == 0 and fell_back.messages > 0
+    assert _fidelity(fell_back).startswith("fidelity message: flow mode ran no collective")
+    flows, _ = run(6, "flow", tasks_per_machine=4)
+    assert flows.flows == 2 and _fidelity(flows) == "fidelity flow"
+    sparse, _ = run(4, "flow", embedding_dim=4)
+    assert _fidelity(sparse) == ("fidelity flow for 2 collectives, 24 messages besides")

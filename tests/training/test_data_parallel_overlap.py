@@ -72,7 +72,7 @@ def test_fusion_zero_is_a_bucket_per_layer_and_huge_one_bucket_at_the_end():
 
 
 @pytest.mark.parametrize("algorithm,tasks_per_machine,fidelity", [
-    ("ring", 1, "message"), ("ring", 1, "flow"),
+    ("ring", 1, "message"), ("ring", 1, "flow"), ("ring", 2, "flow"),
     ("hierarchical", 2, "message"), ("hierarchical", 2, "flow"),
     ("ps", 1, "message"), ("ps", 1, "flow")])
 def test_each_algorithm_overlaps_and_is_never_slower(algorithm, tasks_per_machine, fidelity):

@@ -161,10 +161,10 @@ def check(args) -> None:
         raise InvalidArgumentError(f"--embedding-dim {args.embedding_dim}: expected a width "
                                    ">= 0 (0: no embedding)")
     options(args)  # an option the algorithm does not take: an error before anything runs
-    why = no_flow_plan(args.algorithm, args.workers, args.tasks_per_machine)
+    why = no_flow_plan(args.algorithm, args.workers, args.tasks_per_machine,
+                       getattr(args, "pieces", None) or 1)
     if getattr(args, "fidelity", "message") == "flow" and why:
-        raise InvalidArgumentError(f"--fidelity flow: {why}; use --algorithm hierarchical, "
-                                   "--tasks-per-machine 1 or --fidelity message")
+        raise InvalidArgumentError(f"--fidelity flow: {why}")
     args.backward_plan = None
     if args.model_layers is not None and getattr(args, "overlap", True):
         args.backward_plan = backward_plan(args.model_layers, args.batch,
@@ -260,8 +260,20 @@ def report(result, hardware, args) -> str:
     return (f"\n{args.workers} workers x {args.steps} steps of a {what} "
             f"({args.gradient_dtype} gradients, {args.algorithm} all-reduce{sparse}, "
             f"{'' if not args.stragglers.active else args.stragglers.describe() + ', '}"
-            f"fidelity {result.fidelity}): {format_ns(round(step))} per step simulated"
+            f"{_fidelity(result)}): {format_ns(round(step))} per step simulated"
             + _efficiency(hardware, args, step) + _overlap(run.overlap, args))
+
+
+def _fidelity(result) -> str:
+    """The fidelity the run had: flow only where its collectives ran as flows (a layout
+    without a flow plan falls back to messages; ``check`` refuses the ones it knows)."""
+    if result.fidelity != "flow" or not result.messages:
+        return f"fidelity {result.fidelity}"
+    if not result.flows:
+        return (f"fidelity message: flow mode ran no collective as flows, {result.messages:,} "
+                "messages")
+    return (f"fidelity flow for {result.flows:,} collectives, {result.messages:,} messages "
+            "besides")
 
 
 def _efficiency(hardware, args, step: float) -> str:
