@@ -47,13 +47,24 @@ def check_language(lang: str) -> str:
     return lang
 
 
+#: DISTLAB_LANG as this process found it (``set_language(None)`` gives it back)
+_ENVIRONMENT_LANG = os.environ.get("DISTLAB_LANG")
+
+
 def set_language(lang: str | None) -> None:
     """Choose the language of the check reports and the figures in this process (None: back
     to the environment's). A Chinese notebook's first cell calls ``set_language("zh")``
-    (which also picks a CJK font for matplotlib), an English one ``set_language("en")``."""
+    (which also picks a CJK font for matplotlib), an English one ``set_language("en")``.
+    The choice is also ``DISTLAB_LANG`` for the processes this one starts (a notebook's
+    ``mpiexec`` exercise reports in the notebook's language)."""
     global _chosen
     _chosen = None if lang is None else check_language(lang)
     figure_lang.set_language(_chosen)
+    chosen = _chosen if _chosen is not None else _ENVIRONMENT_LANG
+    if chosen is None:
+        os.environ.pop("DISTLAB_LANG", None)
+    else:
+        os.environ["DISTLAB_LANG"] = chosen
 
 
 def language(lang: str | None = None) -> str:

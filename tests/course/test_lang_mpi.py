@@ -84,3 +84,21 @@ def test_a_check_cell_says_why_it_has_no_picture_in_the_language_asked_for(lang,
     cell._show_picture(draw, find_lesson("01"), "ring_all_reduce", None, lang)
     out = capsys.readouterr().out
     assert out == line + "\n" and bool(CJK.search(out)) == (lang == "zh")
+
+
+def test_a_notebook_s_language_reaches_the_programs_it_starts(monkeypatch):
+    """A Chinese notebook's ``set_language("zh")`` is DISTLAB_LANG for its mpiexec cells."""
+    import os
+    import subprocess
+    import sys
+
+    from course.lang import set_language
+
+    monkeypatch.delenv("DISTLAB_LANG", raising=False)
+    child = [sys.executable, "-c", "import os; print(os.environ.get('DISTLAB_LANG'))"]
+    try:
+        set_language("zh")
+        assert subprocess.run(child, capture_output=True, text=True).stdout.strip() == "zh"
+    finally:
+        set_language(None)
+    assert "DISTLAB_LANG" not in os.environ or os.environ["DISTLAB_LANG"] != "zh"
