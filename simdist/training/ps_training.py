@@ -161,8 +161,9 @@ class PSTrainingRun:
             lines.append(f"  then the chief waited {(self.end_time - trained) / 1e9:.2f} s "
                          "(its stop_grace_period_secs) for its queue runner, which waits for "
                          "gradients that never come: TF's shutdown wait, 120 s by default; "
-                         "closing the session then cancels that thread's run (the 'Exception "
-                         "in thread' line on stderr, as TF's thread prints it)")
+                         "closing the session then cancels that thread's run"
+                         + (" (the 'Exception in thread' line on stderr, as TF's thread "
+                            "prints it)" if self.clock == "simulated" else ""))
         if self.stragglers:
             lines.append(f"  each step's compute time drawn from {self.stragglers}, seeded "
                          "per worker")
