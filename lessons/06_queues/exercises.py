@@ -8,15 +8,30 @@ check cells of the notebook). ``tf`` is the TF module the caller passes in:
 
 
 def choose_pipeline():
-    """Exercise 1 (★★): choose the queue's capacity and the number of enqueue threads.
+    """Exercise 1 (★★): predict, then run: the queue's capacity and the number of enqueue
+    threads for a trainer that eats 3 elements a step.
 
-    ``simdist.training.input_pipeline.loader_trainer(capacity, loader_threads, batch=2,
-    steps=40)``: reads of 25 us that, one time in ten, stall for 775 us. Return
-    ``(capacity, loader_threads)`` with which the trainer is starved less than 5% of the time
-    (``starved_fraction < 0.05``), using the fewest loader threads, and with those the
-    smallest capacity among 2, 4, 8, 16 and 32.
+    ``simdist.training.input_pipeline.loader_trainer(capacity, loader_threads, batch=3,
+    steps=40)``: reads of 25 us that, one time in ten, stall for 775 us, as in section 4,
+    but each step dequeues a batch of 3 instead of 2. Return ``(capacity, loader_threads)``
+    with which the trainer is starved less than 5% of the time (``starved_fraction <
+    0.05``), using the fewest loader threads, and with those the smallest capacity among 2,
+    4, 8, 16 and 32. Work it out from section 4's batch of 2 before you run anything.
     """
     raise NotImplementedError("exercise choose_pipeline: return (capacity, loader_threads)")
+
+
+def why_capacity_cannot_help():
+    """Exercise 1b (★): with one loader thread fewer than exercise 1 needs, the trainer is
+    starved about as much with a queue of 2 as with one of 32. Why? Return one letter:
+
+    - ``"a"``: a queue of 32 is still too small to hold what the trainer eats in one stall;
+    - ``"b"``: on average the readers bring fewer elements a second than the trainer eats,
+      and a queue stores elements, it makes none;
+    - ``"c"``: the enqueue threads take CPU time from the trainer;
+    - ``"d"``: the elements fill the link to the queue's ps.
+    """
+    raise NotImplementedError("exercise why_capacity_cannot_help: return 'a', 'b', 'c' or 'd'")
 
 
 def padded_batch_shape(queue_shape, element_shapes):

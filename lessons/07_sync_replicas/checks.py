@@ -16,10 +16,11 @@ import simdist.graph as sim
 from simdist.hardware.cluster import task_to_rank
 from simdist.training.ps_spec import PSTrainingSpec
 from simdist.training.ps_training import run_ps_training, train_on_ps
+from course.choices import check_choice
 from course.lessons import Check, CheckFailed, tr
 
-DIFFICULTY = {"tokens_per_step": 1, "choose_replicas_to_aggregate": 2, "resume_step": 2,
-              "predict_applied": 2}
+DIFFICULTY = {"tokens_per_step": 1, "choose_replicas_to_aggregate": 2, "why_backups_help": 1,
+              "resume_step": 2, "predict_applied": 2}
 
 # -- exercise 1 ------------------------------------------------------------------------------
 
@@ -62,8 +63,12 @@ def check_tokens(module):
 
 # -- exercise 2 ------------------------------------------------------------------------------
 
-STRAGGLERS = {"workers": 5, "steps": 20, "stall_us": 6000, "stall_probability": 0.15}
-STEP_MS_AT_MOST = 2.5
+#: six workers and 2.0 ms, where section 3 draws five workers (issue 28: a configuration
+#: the lesson has not drawn, predicted before it is run)
+STRAGGLERS = {"workers": 6, "steps": 20, "stall_us": 6000, "stall_probability": 0.15}
+STEP_MS_AT_MOST = 2.0
+#: section 3's answer (five workers, 2.5 ms): one backup worker
+DRAWN = 4
 
 
 def ms_per_step(aggregate) -> float:
@@ -83,17 +88,23 @@ def check_aggregate(module):
                              "返回 R：每一步平均的梯度个数"))
     took = ms_per_step(mine)
     if took > STEP_MS_AT_MOST:
+        hint = (tr(f"{DRAWN} is section 3's answer for five workers and 2.5 ms: here six "
+                   f"workers may straggle, and a step has {STEP_MS_AT_MOST} ms",
+                   f"{DRAWN} 是第 3 节五个工作器、2.5 毫秒时的答案：这里有六个工作器可能掉队，"
+                   f"一步只有 {STEP_MS_AT_MOST} 毫秒") if mine == DRAWN else
+                tr("no backup worker: every step waits for the slowest of the six",
+                   "没有备份工作器：每一步都要等六个中最慢的那个") if mine == workers else
+                tr("a step waits for its R-th gradient: the more of the six it waits for, the "
+                   "likelier one of them straggles", "一步要等到第 R 个梯度：六个里等的越多，"
+                   "越可能碰上掉队者"))
         raise CheckFailed(tr(f"with replicas_to_aggregate={mine} a step takes {took:.2f} ms "
                              f"(at most {STEP_MS_AT_MOST} wanted)",
                              f"replicas_to_aggregate={mine} 时一步用时 {took:.2f} ms（要求至多 "
-                             f"{STEP_MS_AT_MOST} ms）"),
-                          tr("a step waits for its R-th gradient: the more of the five it "
-                             "waits for, the likelier one of them straggles",
-                             "一步要等到第 R 个梯度：等的越多，越可能碰上掉队者"),
-                          tr("run backup_worker_sweep(workers=5, backups=(0, 1, 2), steps=20, "
-                             "stall_us=6000, stall_probability=0.15)",
-                             "运行 backup_worker_sweep(workers=5, backups=(0, 1, 2), steps=20, "
-                             "stall_us=6000, stall_probability=0.15)"))
+                             f"{STEP_MS_AT_MOST} ms）"), hint,
+                          tr("run backup_worker_sweep(workers=6, backups=(0, 1, 2, 3, 4), "
+                             "steps=20, stall_us=6000, stall_probability=0.15)",
+                             "运行 backup_worker_sweep(workers=6, backups=(0, 1, 2, 3, 4), "
+                             "steps=20, stall_us=6000, stall_probability=0.15)"))
     if mine < workers and ms_per_step(mine + 1) <= STEP_MS_AT_MOST:
         raise CheckFailed(tr(f"replicas_to_aggregate={mine + 1} also keeps a step within "
                              f"{STEP_MS_AT_MOST} ms and averages more gradients",
@@ -104,6 +115,29 @@ def check_aggregate(module):
                              "在时间允许的前提下尽量少用备份工作器：每个备份每步都丢掉一个梯度"))
     return tr(f"{mine} gradients per step: {took:.2f} ms a step",
               f"每步 {mine} 个梯度：一步 {took:.2f} ms")
+
+
+WHY_OPTIONS = {
+    "a": tr("a step goes on at its R-th gradient", "一步在第 R 个梯度到达时就继续"),
+    "b": tr("the backups are faster machines", "备份工作器是更快的机器"),
+    "c": tr("fewer bytes to the ps", "发往 ps 的字节更少"),
+    "d": tr("the chief no longer waits for tokens", "主节点不再等令牌")}
+WHY_HINTS = {
+    "b": tr("every worker runs the same 1 ms step and may straggle: which ones are the backups "
+            "changes from step to step, they are whoever comes last",
+            "每个工作器跑的都是同样 1 毫秒的一步，都可能掉队：谁是备份每一步都不同，就是最后到的那些"),
+    "c": tr("every worker still sends its gradient every step; a straggler's 6 ms is not bytes "
+            "on a link", "每个工作器每步仍然发送自己的梯度；掉队者的 6 毫秒不是链路上的字节"),
+    "d": tr("every worker, the chief too, takes a token every step; the chief hands out "
+            "max(total, R) of them (exercise 1)", "每个工作器（包括主节点）每步都取一个令牌；"
+            "主节点每步发放 max(total, R) 个（练习 1）")}
+
+
+def check_why(module):
+    return check_choice("why_backups_help", module.why_backups_help(), WHY_OPTIONS, "a",
+                        WHY_HINTS, tr("the step is taken without the last N - R gradients, and "
+                                      "they come in stale and are dropped", "这一步不等最后 N - R "
+                                      "个梯度，它们到达时已过时，被丢弃"))
 
 
 # -- exercise 3 ------------------------------------------------------------------------------
@@ -227,6 +261,9 @@ CHECKS = [
           tr("tokens after each step", "每步之后的令牌数"), check_tokens),
     Check("backups", "choose_replicas_to_aggregate",
           tr("backup workers against stragglers", "用备份工作器对付掉队者"), check_aggregate),
+    Check("backups_why", "why_backups_help",
+          tr("why_backups_help: why a backup worker shortens a step",
+             "why_backups_help：为什么备份工作器能缩短一步"), check_why),
     Check("resume", "resume_step",
           tr("where training resumes after a ps failure", "参数服务器故障后训练从哪一步继续"),
           check_resume),

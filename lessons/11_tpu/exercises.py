@@ -16,6 +16,19 @@ def ici_bytes_per_chip(x, y, nbytes):
     raise NotImplementedError("exercise ici_bytes_per_chip: return the bytes as an int")
 
 
+def how_ici_bytes_grow():
+    """Exercise 1b (★): the same gradients (n bytes) are all-reduced on ever larger slices,
+    from 2 x 2 chips to 16 x 16. What happens to the bytes each chip sends over ICI? Return
+    one letter:
+
+    - ``"a"``: they grow in proportion to the number of chips;
+    - ``"b"``: they grow, but level off below 4 n: more rounds, each of a smaller piece;
+    - ``"c"``: they shrink, as each chip's piece n / p gets smaller;
+    - ``"d"``: they stay exactly 2 n, as in a ring all-reduce of any size.
+    """
+    raise NotImplementedError("exercise how_ici_bytes_grow: return 'a', 'b', 'c' or 'd'")
+
+
 def steps_per_execution_for_90_percent():
     """Exercise 2 (★★): the linear model of section 3 on a v3-8 (8 cores, 2 x 2 chips):
     ``Exercise(strategy="tpu", hardware="tpu-v3", devices_per_worker=8, global_batch=256,

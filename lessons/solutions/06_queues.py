@@ -2,11 +2,17 @@
 
 
 def choose_pipeline():
-    """(capacity, loader_threads) for checks.PIPELINE: two threads starve the trainer about
-    15% of the time even with a queue of 32 (they do not keep up on average); three keep up,
-    but a queue of 4 still runs dry in a stall (7.0%); one of 8 carries the trainer through
-    (2.9%)."""
-    return 8, 3
+    """(capacity, loader_threads) for checks.PIPELINE: a batch of 3 asks for 1.5 times the
+    reads of section 4's batch of 2, which took 3 threads: 4.5, so 5. Four starve the trainer
+    about 15% whatever the capacity (they do not keep up on average); with five, a queue of
+    4 still runs dry in a stall (5.5%), one of 8 carries the trainer through (3.8%)."""
+    return 8, 5
+
+
+def why_capacity_cannot_help():
+    """Too few readers fall behind on average: the queue empties and stays empty, whatever
+    its size; capacity only absorbs a stall once the readers keep up."""
+    return "b"
 
 
 def padded_batch_shape(queue_shape, element_shapes):

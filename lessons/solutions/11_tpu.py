@@ -12,6 +12,12 @@ def ici_bytes_per_chip(x, y, nbytes):
     return sum(2 * (p - 1) * math.ceil(nbytes / p) for p in (x, y))
 
 
+def how_ici_bytes_grow():
+    """2(X - 1) n / X + 2(Y - 1) n / Y: each ring's share 2(p - 1) / p climbs from 1 (p = 2)
+    towards 2, so the sum climbs from 2 n towards 4 n and levels off."""
+    return "b"
+
+
 def steps_per_execution_for_90_percent():
     """Utilization at K = 1 is 9.1%: a step keeps a core busy b = 100 x 0.0909 / 0.9091 = 10
     us. K b / (K b + 100) >= 0.9 needs K >= 9 x 100 / b = 89.96: K = 90."""

@@ -7,9 +7,11 @@ import pytest
 
 from course import lessons
 
-from tests.conftest import ROOT, run_notebook
+from tests.course.expect import assert_outcome
+from tests.conftest import ROOT, LessonChecks, run_notebook
 
 FOLDER = ROOT / "lessons" / "06_queues"
+LESSON = LessonChecks(FOLDER)
 
 
 def load(name):
@@ -74,7 +76,7 @@ GIVES_UP = AGGREGATOR.replace("for k in range(num_predictors):", "for k in list(
 
 TOO_MANY = '''
 def choose_pipeline():
-    return 16, 3
+    return 16, 5
 '''
 
 
@@ -83,8 +85,8 @@ def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
     mine.write_text(WRONG)
     r = {c.name: c for c in lessons.run_checks("06", file=mine)}
     assert r["pipeline"].message.startswith("with capacity 32 and 2 loader thread(s) the "
-                                            "trainer is starved 15.")
-    assert r["pipeline"].hint.startswith("a reader waits on I/O")
+                                            "trainer is starved 47.")
+    assert r["pipeline"].hint.startswith("2 thread(s) do not keep up on average")
     assert r["padding"].message == (
         "a PaddingFIFOQueue with shapes=[(None, 3)] holding elements of shapes [(2, 3), (5, 3), "
         "(1, 3)]: you predicted (3, 2, 3), dequeue_many(3) gives (3, 5, 3)")
@@ -100,9 +102,37 @@ def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
     assert r["slow"].hint.startswith("a prediction that comes too late")
     mine.write_text(TOO_MANY)
     r = {c.name: c for c in lessons.run_checks("06", file=mine)}
-    assert r["pipeline"].message.startswith("capacity 8 with 3 loader thread(s) starves the "
-                                            "trainer only ")
+    assert r["pipeline"].message.startswith("capacity 8 with 5 loader thread(s) starves the "
+                                            "trainer only 3.8%")
     assert "adds no throughput" in r["pipeline"].hint
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    # issue 28, predict then run: section 4's answer for a batch of 2, copied
+    ((8, 3), "with capacity 8 and 3 loader thread(s) the trainer is starved 18.5%",
+     "that is section 4's answer for a batch of 2"),
+    ((4, 5), "with capacity 4 and 5 loader thread(s) the trainer is starved 5.5%",
+     "the threads keep up on average, but the queue runs dry in a stall"),
+    ((8, 6), "5 loader thread(s) with capacity 32 starve the trainer only 3.9%",
+     "threads first"),
+    ((8, 5), None, None),
+])
+def test_choose_pipeline_for_a_batch_of_three(answer, message, hint):
+    r = LESSON.result("choose_pipeline", f"def choose_pipeline():\n    return {answer}")
+    assert_outcome(r, message, hint)
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    ("b", None, None),
+    ("a", "'a' (the queue is too small for a stall) is not why", "a queue of 32 holds far more"),
+    ("c", "'c' (the enqueue threads take the trainer's CPU)", "a reader waits on I/O"),
+    ("d", "'d' (the elements fill the link to the ps)", "an element is 256 bytes"),
+    ("e", "returned 'e', expected one of 'a', 'b', 'c', 'd'", "return the letter"),
+])
+def test_why_capacity_cannot_help_is_a_checked_choice(answer, message, hint):
+    r = LESSON.result("why_capacity_cannot_help",
+                      f"def why_capacity_cannot_help():\n    return {answer!r}")
+    assert_outcome(r, message, hint)
 
 
 @pytest.mark.parametrize("source,message,hint", [

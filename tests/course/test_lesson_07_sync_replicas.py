@@ -5,15 +5,18 @@ import pytest
 
 from course import lessons
 
-from tests.conftest import ROOT, run_notebook
+from tests.course.expect import assert_outcome
+from tests.conftest import ROOT, LessonChecks, run_notebook
 
+
+LESSON = LessonChecks(ROOT / "lessons" / "07_sync_replicas")
 
 WRONG = '''
 def tokens_per_step(total_num_replicas, replicas_to_aggregate):
     return replicas_to_aggregate  # forgets the backup workers
 
 def choose_replicas_to_aggregate():
-    return 5  # no backup worker: every step waits for the slowest
+    return 6  # no backup worker: every step waits for the slowest
 
 def resume_step(save_every, step_at_failure):
     return step_at_failure  # as if nothing was lost
@@ -24,7 +27,7 @@ def tokens_per_step(total_num_replicas, replicas_to_aggregate):
     return total_num_replicas  # forgets that the chief waits for replicas_to_aggregate
 
 def choose_replicas_to_aggregate():
-    return 3  # fast enough, but throws away one gradient more than needed
+    return 1  # fast enough, but throws away one gradient more than needed
 
 def resume_step(save_every, step_at_failure):
     return (step_at_failure // save_every - 1) * save_every  # one checkpoint too far back
@@ -38,8 +41,9 @@ def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
     assert r["tokens"].message == ("tokens_per_step(4, 3) returned 3, the simulated optimizer "
                                    "enqueues 4")
     assert r["tokens"].hint.startswith("every replica takes one token per step")
-    assert r["backups"].message.startswith("with replicas_to_aggregate=5 a step takes 3.")
-    assert "backup_worker_sweep" in r["backups"].detail
+    assert r["backups"].message.startswith("with replicas_to_aggregate=6 a step takes 4.")
+    assert r["backups"].hint.startswith("no backup worker: every step waits for the slowest")
+    assert "backup_worker_sweep(workers=6" in r["backups"].detail
     assert r["resume"].message.startswith("resume_step(3, 5) returned 5; the simulated chief "
                                           "restored the checkpoint of step 3")
     assert r["resume"].hint.startswith("the variables died with the ps")
@@ -48,9 +52,35 @@ def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
     assert r["tokens"].message == ("tokens_per_step(2, 3) returned 2, the simulated optimizer "
                                    "enqueues 3")
     assert r["tokens"].hint.startswith("the chief waits for replicas_to_aggregate gradients")
-    assert r["backups"].message == ("replicas_to_aggregate=4 also keeps a step within 2.5 ms "
+    assert r["backups"].message == ("replicas_to_aggregate=2 also keeps a step within 2.0 ms "
                                     "and averages more gradients")
     assert r["resume"].hint.startswith("the chief restores the newest checkpoint")
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    # issue 28, predict then run: section 3's answer (five workers, 2.5 ms) copied
+    (4, "with replicas_to_aggregate=4 a step takes 2.18 ms (at most 2.0 wanted)",
+     "4 is section 3's answer for five workers and 2.5 ms"),
+    (3, "with replicas_to_aggregate=3 a step takes 2.11 ms", "a step waits for its R-th"),
+    (2, None, None),
+])
+def test_choose_replicas_on_six_workers(answer, message, hint):
+    r = LESSON.result("choose_replicas_to_aggregate",
+                      f"def choose_replicas_to_aggregate():\n    return {answer}")
+    assert_outcome(r, message, hint)
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    ("a", None, None), (" A ", None, None),
+    ("b", "why_backups_help: 'b' (the backups are faster machines) is not why",
+     "every worker runs the same 1 ms step"),
+    ("c", "'c' (fewer bytes to the ps) is not why", "every worker still sends its gradient"),
+    ("d", "'d' (the chief no longer waits for tokens)", "every worker, the chief too, takes"),
+    (1, "why_backups_help returned 1, expected one of 'a', 'b', 'c', 'd'", "return the letter"),
+])
+def test_why_backups_help_is_a_checked_choice(answer, message, hint):
+    r = LESSON.result("why_backups_help", f"def why_backups_help():\n    return {answer!r}")
+    assert_outcome(r, message, hint)
 
 
 NOTEBOOK_TEXT = ["one worker: final loss 1.9e-06, four workers: 5.2",

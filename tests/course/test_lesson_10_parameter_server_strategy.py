@@ -8,6 +8,7 @@ import pytest
 
 from simdist.sim.launcher import run_mpi
 
+from tests.course.expect import assert_outcome
 from tests.conftest import ROOT, LessonChecks, assert_notebook_shows
 
 FOLDER = ROOT / "lessons" / "10_parameter_server_strategy"
@@ -87,18 +88,16 @@ def test_the_lesson_explains_the_epoch_behind_the_turn_at_k_10():
 
 
 @pytest.mark.parametrize("answer, message, hint", [
-    (1, "steps_per_execution=1 trains the 40 steps in 4.29 ms (at most 2.5 ms wanted)",
-     "each function costs the coordinator 100 us"),
-    (2, "steps_per_execution=2 trains the 40 steps in 2.89 ms", "each function costs"),
-    # issue 28: k = 10 is slow because an epoch of 10 steps is one function, not because 4
-    # functions cannot share 2 workers
-    (10, "steps_per_execution=10 trains the 40 steps in 3.24 ms",
-     "an epoch is 16 steps (1,024 examples in batches of 64), cut down to a multiple of 10: 10 "
-     "steps, ONE function; the coordinator joins at the end of every epoch"),
-    (20, "steps_per_execution=20 trains the 40 steps in 3.00 ms",
-     "an epoch is 16 steps (1,024 examples in batches of 64), raised to one function of 20"),
-    (40, "steps_per_execution=40 trains the 40 steps in 2.88 ms", "one function of all 40 steps"),
-    (8, "steps_per_execution=4 also trains within 2.5 ms (2.29 ms)", "the smallest that does"),
+    # issue 28, predict then run: 4 workers and batches of 32, not section 4's 2 workers and
+    # batches of 64; section 4's k = 4, copied, is no longer the answer
+    (4, "steps_per_execution=4 trains the 64 steps in 2.21 ms: another k ends sooner",
+     "k = 4 fits section 4's 2 workers and epochs of 16 steps"),
+    (2, "steps_per_execution=2 trains the 64 steps in 3.54 ms",
+     "each function costs the coordinator 100 us of its own: k = 2 makes 32 functions"),
+    (16, "steps_per_execution=16 trains the 64 steps in 2.65 ms",
+     "an epoch is 32 steps (1,024 examples in batches of 32): with k = 16 it holds 2 "
+     "function(s) for 4 workers"),
+    (64, "steps_per_execution=64 trains the 64 steps in 4.52 ms", "an epoch is 32 steps"),
     (3, "choose_steps_per_execution returned 3, expected one of", "return a divisor"),
 ])
 def test_wrong_steps_per_execution_get_what_is_wrong_and_a_hint(answer, message, hint):
@@ -107,7 +106,21 @@ def test_wrong_steps_per_execution_get_what_is_wrong_and_a_hint(answer, message,
     assert not r.passed and r.message.startswith(message), r.message
     assert r.hint.startswith(hint), r.hint
     if "returned" not in message:
-        assert r.detail.startswith("measured: 1: 4.29 ms, 2: 2.89 ms, 4: 2.29 ms"), r.detail
+        assert r.detail.startswith("measured: 1: 6.60 ms, 2: 3.54 ms, 4: 2.21 ms, 8: 1.96 ms"), \
+            r.detail
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    ("b", None, None),
+    ("a", "'a' (the coordinator's cost grows with a function's steps) is not why",
+     "the coordinator pays its 100 us per function"),
+    ("c", "'c' (steps inside a function skip the ps)", "every step of a function reads"),
+    ("d", "'d' (longer functions send more bytes a step)", "a step moves the same bytes"),
+    (None, "why_longer_is_slower returned None, expected one of", "return the letter"),
+])
+def test_why_longer_is_slower_is_a_checked_choice(answer, message, hint):
+    r = _result("why_longer_is_slower", f"def why_longer_is_slower():\n    return {answer!r}")
+    assert_outcome(r, message, hint)
 
 
 # -- exercise 4: register_functions ----------------------------------------------------------

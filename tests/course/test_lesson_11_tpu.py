@@ -5,6 +5,7 @@
 import pytest
 
 
+from tests.course.expect import assert_outcome
 from tests.conftest import ROOT, LessonChecks, assert_notebook_shows
 
 FOLDER = ROOT / "lessons" / "11_tpu"
@@ -33,6 +34,10 @@ WRONG_ICI = {
               "rounded UP"),
     "rounded once": ("    return round(sum(2 * (p - 1) * n / p for p in (x, y)))",
                      "ici_bytes_per_chip(4, 3, 76840) returned 217,713", "a piece of nbytes / p"),
+    # issue 28: the sweep's figure for the 2x2 torus, copied (the sweep now runs after the
+    # checks)
+    "copied": ("    return 153_680", "ici_bytes_per_chip(4, 2, 76840) returned 153,680",
+               "153,680 is one slice's count for one all-reduce"),
     "a float": ("    return sum(2 * (p - 1) * n / p for p in (x, y))",
                 "returned 192100.0, expected an int", "return a number of bytes"),
 }
@@ -44,6 +49,31 @@ def test_wrong_ici_bytes_get_a_hint_aimed_at_the_mistake(mistake):
     r = _result("ici_bytes_per_chip", ICI + body)
     assert not r.passed and message in r.message, r.message
     assert r.hint.startswith(hint), r.hint
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    ("b", None, None),
+    ("a", "'a' (in proportion to the chips) is not why", "each chip sends pieces of n / p"),
+    ("c", "'c' (they shrink with the piece n / p)", "the pieces get smaller, but"),
+    ("d", "'d' (exactly 2 n whatever the size)", "a torus runs a ring along each dimension"),
+    (["b"], "how_ici_bytes_grow returned ['b'], expected one of", "return the letter"),
+])
+def test_how_ici_bytes_grow_is_a_checked_choice(answer, message, hint):
+    r = _result("how_ici_bytes_grow", f"def how_ici_bytes_grow():\n    return {answer!r}")
+    assert_outcome(r, message, hint)
+    if message is None:  # the pass message quotes the simulator: 4x4 sends more, below 4 n
+        assert "on 2x2 a chip sends 153,680 of 76,840 bytes, on 4x4 230,520" in r.message
+
+
+def test_the_ici_sweep_runs_after_the_checks_of_exercise_1():
+    """Issue 28, predict then run: the lesson prints each chip's ICI bytes only after the
+    learner's answers are checked."""
+    for name in ("lesson.md", "lesson.zh.md"):
+        text = (FOLDER / name).read_text(encoding="utf-8")
+        sweep = text.index("span.args['ici_bytes_per_chip']")
+        assert text.index('check("ici_bytes_per_chip")') < sweep, name
+        assert text.index('check("how_ici_bytes_grow")') < sweep, name
+        assert "2(X - 1) n / X + 2(Y - 1) n / Y" not in text[:sweep], name
 
 
 @pytest.mark.parametrize("answer, message, hint", [
@@ -106,7 +136,7 @@ def test_the_lesson_says_tf_2_21_pads_a_partial_batch_by_default():
 
 
 NOTEBOOK_TEXT = ["v3-32     32 cores   16 chips   4 x 4  torus   4 host(s)",
-                 "by hand: 5,874 ns, each chip sends 153,680 bytes",
+                 "by hand: 5,874 ns",
                  "closed form: 5,874 ns",
                  " 8 cores, 2x2 torus: all-reduce of 76,840 bytes takes 5,875 ns, each chip "
                  "sends 153,680 bytes",
