@@ -15,16 +15,13 @@ a linear model on its own shard of a synthetic regression problem; the ps tasks 
   workers, and every gradient that arrives after its step was taken is dropped (each
   accumulator's "gradient applied" / "gradient dropped" instants in the trace; the counts
   come from the accumulators' own tally, whole however much of the trace its cap keeps).
-  A chief whose last run waits for a token that no step will bring (the other workers
-  have stopped) hangs on TF; simdist ends the run there and says so (``CHIEF_HANGS``).
+  A chief whose last run waits for a token no step will bring (the others stopped or gave
+  up) hangs on TF; simdist ends the run there and says so (``CHIEF_HANGS``).
 
 A worker's step takes ``step_us[k]`` of simulated time (a ``timed_py_func`` before its
-gradient), so stragglers are a parameter. Every worker stops once the global step reaches
-``steps`` (``StopAtStepHook``).
-
-The program in pieces: its options are one record (``ps_spec.PSTrainingSpec``), a worker's
-graph is ``ps_graph.build_worker_graph``, the loop of every worker and the run are here, the
-figure and the sweeps in ``ps_sweeps``.
+gradient; stragglers stretch it). Every worker stops at global step ``steps``
+(``StopAtStepHook``). Its options are one record (``ps_spec.PSTrainingSpec``), a worker's
+graph is ``ps_graph.build_worker_graph``, the figure and the sweeps are in ``ps_sweeps``.
 """
 
 from __future__ import annotations
@@ -48,6 +45,8 @@ from simdist.training.ps_spec import PSTrainingSpec
 
 #: how the chief ended when its last run waited for a token no step would bring (describe())
 CHIEF_HANGS = "waits forever for a token"
+#: how a non-chief ended when its wait for a token ran past its operation_timeout_in_ms
+GAVE_UP = "timed out waiting for a token"
 
 
 class NicLoad(NamedTuple):
@@ -154,7 +153,8 @@ class PSTrainingRun:
         if self.ended_by.get(0) == CHIEF_HANGS:
             lines.append(
                 "  then the chief (worker 0) waits forever for a token: the other workers took "
-                f"the last ones and stopped at global step {self.global_step}, so no step "
+                f"the last ones and stopped (or gave up) at global step {self.global_step}, "
+                "so no step "
                 "puts tokens in sync_token_q again; TF's chief hangs here too (its "
                 "operation_timeout_in_ms is 0): simdist ends the run")
         elif self.mode == "sync" and self.end_time > trained + 1_000_000:
@@ -164,9 +164,7 @@ class PSTrainingRun:
                          "closing the session then cancels that thread's run"
                          + (" (the 'Exception in thread' line on stderr, as TF's thread "
                             "prints it)" if self.clock == "simulated" else ""))
-        if self.stragglers:
-            lines.append(f"  each step's compute time drawn from {self.stragglers}, seeded "
-                         "per worker")
+        lines += [f"  each step's time drawn from {self.stragglers}"] if self.stragglers else []
         for k, (applied, dropped) in self.gradients_by_worker().items():
             losses = [loss for _, _, loss in self.worker_runs[k]]
             lines.append(f"  worker {k}: {len(losses)} steps, {applied} gradients applied, "
@@ -330,7 +328,7 @@ def _chief_hangs(spec: PSTrainingSpec, deadlock: SimulationDeadlock, ended: dict
     clients = {who.split(" ", 1)[1] for who in waits if who.startswith("client ")}
     return (spec.mode == "sync" and clients == {"worker:0"}
             and "get 1 from sync_token_q" in waits.values()
-            and all(how == "stopped" for k, how in ended.items() if k))
+            and all(how in ("stopped", GAVE_UP) for k, how in ended.items() if k))
 
 
 def run_worker(spec: PSTrainingSpec, k: int, cluster, target: str,
@@ -356,7 +354,7 @@ def run_worker(spec: PSTrainingSpec, k: int, cluster, target: str,
                 while not sess.should_stop():
                     _train_step(spec, sess, g, record)
         except tf.errors.DeadlineExceededError:
-            record.ended_by = "timed out waiting for a token"
+            record.ended_by = GAVE_UP
             return
     record.ended_by = "stopped"
 

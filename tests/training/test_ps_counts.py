@@ -88,3 +88,15 @@ def test_a_deadlock_that_is_not_the_chief_s_wait_is_still_reported():
     assert not ps_training._chief_hangs(Spec(), alone, ended)  # worker 1 never stopped
     ended[1] = "stopped"
     assert ps_training._chief_hangs(Spec(), alone, ended)
+
+
+def test_a_chief_left_without_a_token_by_workers_that_gave_up_is_the_same_line():
+    """Backup workers that timed out waiting for a token bring none either: the chief
+    hangs as on TF, and the run says so (it was a SimulationDeadlock report)."""
+    from simdist.training.ps_training import GAVE_UP
+
+    run = train_on_ps(mode="sync", workers=8, replicas_to_aggregate=4, steps=20,
+                      stall_us=6000, stall_probability=0.1)
+    assert run.ended_by[0] == CHIEF_HANGS and GAVE_UP in run.ended_by.values()
+    assert set(run.ended_by.values()) <= {CHIEF_HANGS, GAVE_UP, "stopped"}
+    assert "stopped (or gave up) at global step 20" in run.describe()[1]

@@ -26,7 +26,7 @@ def test_lognormal_stragglers_stretch_steps_the_same_way_every_time():
     assert times == _compute_spans(again) and slow.worker_runs == again.worker_runs
     other = train_on_ps(**{**BASE, "seed": 4}, stragglers="lognormal:0.5")
     assert _compute_spans(other) != times
-    assert "lognormal stragglers (sigma 0.5)" in "\n".join(slow.describe())
+    assert "time drawn from lognormal stragglers (sigma 0.5)" in "\n".join(slow.describe())
 
 
 def test_an_exponential_tail_only_slows_and_a_zero_one_changes_nothing():
