@@ -30,6 +30,20 @@ def run_exercise(exercise, timeout: float = 300, on_step=None, **options):
 
     from simdist.distribute.registry import strategy_named
 
+    check_runs_on_tf(exercise)
+
     module, _, function = strategy_named(exercise.strategy).realdist.partition(":")
     run = getattr(importlib.import_module(module), function)
     return run(exercise, timeout=timeout, on_step=on_step, **options)
+
+
+def check_runs_on_tf(exercise) -> None:
+    """A one-line error for an exercise that only the simulator can run: stragglers drawn
+    from a distribution (real TF's step times are the machine's own)."""
+    from simdist.base.errors import InvalidArgumentError
+
+    if exercise.straggler_draws().active:
+        raise InvalidArgumentError(
+            f"stragglers {exercise.stragglers}: realdist runs real TensorFlow, whose steps "
+            "take what this machine takes; it cannot make them straggle (simdist run draws "
+            "them): leave --stragglers out")

@@ -41,6 +41,9 @@ def cmd_run(args) -> int:
     check_seconds(args.timeout, "--timeout")
     exercise = Exercise.from_args(args.strategy, args, seed=args.seed)
     exercise.build()  # a model and dataset that do not fit fail here, before TF starts
+    from realdist import check_runs_on_tf
+
+    check_runs_on_tf(exercise)  # before TF starts too
     if os.environ.get("TF_CONFIG"):  # TF reads it too, and fails with a JSON traceback
         TFConfig.from_env()
     check_outputs({"--result": args.result, "--trace": args.trace})

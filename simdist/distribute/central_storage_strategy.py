@@ -35,12 +35,14 @@ class CentralStorageStrategy(Strategy):
                                                        f"/device:CPU:0 ({HOST})"])
                 for name, value in initial.items()}
 
-    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step", ops=0):
+    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step", ops=0,
+            time_factor=1.0):
         if self._central:
             variables = [a for a in _walk(args) if isinstance(a, MirroredVariable)]
             size = sum(v.numpy().nbytes for v in variables)
             yield from self._host_to_devices(size, "read variables")
-        return (yield from super().run(fn, args, kwargs, flops, nbytes, name, ops))
+        return (yield from super().run(fn, args, kwargs, flops, nbytes, name, ops,
+                                       time_factor))
 
     def _host_to_devices(self, nbytes, tag):
         recvs = []

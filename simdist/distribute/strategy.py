@@ -187,18 +187,30 @@ class Strategy:
 
     # -- running and reducing -------------------------------------------------------------------
 
-    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step", ops=0):
+    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step", ops=0,
+            time_factor=1.0):
         """``strategy.run``: ``fn`` on every local replica (``yield from``), returning its
         outputs as ``PerReplica`` values. ``flops`` (a number, or a function of the replica
         index) is charged to each replica's device, with ``ops`` TF ops' dispatch; replicas
-        run in parallel."""
+        run in parallel. ``time_factor`` multiplies every local replica's compute time (a
+        straggling machine, ``simdist.hardware.stragglers``; not a TF argument)."""
+        if time_factor != 1.0 and not (isinstance(time_factor, (int, float))
+                                       and 0 < time_factor < float("inf")):
+            raise InvalidArgumentError(f"time_factor {time_factor!r}: expected a number > 0")
         kwargs = kwargs or {}
         outputs, events = [], []
         for r, device in enumerate(self._devices):
             outputs.append(fn(*local_value(args, r), **local_value(kwargs, r)))
             cost = flops(r) if callable(flops) else flops
-            events.append(self.ctx.compute(name, flops=cost, nbytes=nbytes, device=device,
-                                           replica=r, ops=ops))
+            if time_factor == 1.0:
+                events.append(self.ctx.compute(name, flops=cost, nbytes=nbytes, device=device,
+                                               replica=r, ops=ops))
+                continue
+            self.ctx.device(device)  # checks the index, as compute does
+            alone = self.ctx.hardware.device.compute_time_ns(cost, nbytes, ops=ops,
+                                                             tasks=self.ctx.num_tasks)
+            events.append(self.ctx.busy(device, name, round(alone * time_factor), "compute",
+                                        flops=cost, replica=r, straggler=round(time_factor, 4)))
         yield self.ctx.env.all_of(events)
         return regroup(outputs)
 

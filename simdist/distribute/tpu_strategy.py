@@ -155,7 +155,8 @@ class TPUStrategy(Strategy):
                 f"every core; use a global batch that is a multiple of "
                 f"{self.num_replicas_in_sync}")
 
-    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step", ops=0):
+    def run(self, fn, args=(), kwargs=None, flops=0.0, nbytes=0, name="step", ops=0,
+            time_factor=1.0):
         """``strategy.run``; the first call of each execution waits for the host's dispatch."""
         if self._calls % self.steps_per_execution == 0:
             start = self.ctx.now  # the cores are idle until the dispatch arrives
@@ -164,7 +165,8 @@ class TPUStrategy(Strategy):
                           steps=self.steps_per_execution)
             yield self.ctx.timeout(self.host_loop_overhead_ns)
         self._calls += 1
-        return (yield from super().run(fn, args, kwargs, flops, nbytes, name, ops))
+        return (yield from super().run(fn, args, kwargs, flops, nbytes, name, ops,
+                                       time_factor))
 
     def all_reduce_ns(self, nbytes: int) -> int:
         """The simulated time of one fused all-reduce of ``nbytes`` over the slice's torus."""

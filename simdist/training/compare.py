@@ -38,6 +38,8 @@ def format_run(run: RunResult) -> str:
     meta = run.metadata
     if "cross_device_ops" in meta:
         lines.append(f"gradients combined by: {meta['cross_device_ops']}")
+    if "stragglers" in meta:  # a synchronous strategy's --stragglers
+        lines.append(f"compute times drawn: {meta['stragglers']}")
     if "bytes_moved_per_step" in meta:
         lines.append(f"bytes moved per step (messages between devices and tasks): "
                      f"{format_bytes(meta['bytes_moved_per_step'])}")
@@ -69,11 +71,11 @@ def format_run(run: RunResult) -> str:
 
 def check_same_exercise(a: RunResult, b: RunResult) -> None:
     """Both runs must train the same thing: the same model, data, batches and steps (the
-    strategy, the number of replicas and the hardware may differ: every synchronous strategy
-    does the same SGD on the same global batches)."""
+    strategy, the number of replicas, the hardware and the stragglers may differ: every
+    synchronous strategy does the same SGD on the same global batches)."""
     ea, eb = a.exercise.to_dict(), b.exercise.to_dict()
     how = {"strategy", "workers", "devices_per_worker", "hardware", "cross_device_ops",
-           "communication"}
+           "communication", "stragglers"}
     diff = {k: (ea[k], eb[k]) for k in ea if k not in how and ea[k] != eb[k]}
     if diff:
         raise SimdistError("the two runs are not the same exercise: "

@@ -12,6 +12,7 @@ sets side by side. Both halves train with plain SGD on the mean loss over the gl
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from simdist.distribute.failures import check_failures
 from simdist.distribute.registry import STRATEGIES, strategy_named
 from simdist.base.checks import check_int, check_learning_rate, check_seed
 from simdist.base.errors import InvalidArgumentError, brief
+from simdist.hardware.stragglers import Stragglers, parse_stragglers
 from simdist.training.models import MODELS, make_model
 
 RESULT_SCHEMA = 1
@@ -65,6 +67,9 @@ class Exercise:
     ps: int = 1  # parameter server tasks (parameter_server)
     steps_per_execution: int = 1  # steps per scheduled function or TPU dispatch (ps, tpu)
     failures: tuple = ()  # injected failures, "worker:1@2ms+1ms" (parameter_server)
+    #: each worker's step compute times a seeded draw (``simdist.hardware.stragglers``):
+    #: none, lognormal:SIGMA, exponential:MEAN or empirical:FILE (synchronous strategies)
+    stragglers: str = "none"
 
     def __post_init__(self):
         self.validate()
@@ -85,7 +90,7 @@ class Exercise:
     def validate(self) -> None:
         """A clear error for every bad value, before any training starts."""
         for name in ("strategy", "model", "dataset", "cross_device_ops", "communication",
-                     "hardware"):
+                     "hardware", "stragglers"):
             if not isinstance(getattr(self, name), str):
                 raise InvalidArgumentError(f"{name} must be a string, got "
                                            f"{brief(getattr(self, name))}")
@@ -121,6 +126,11 @@ class Exercise:
                                        f"and tpu, not of {self.strategy}")
         if self.strategy == "parameter_server":
             check_failures(self)
+        if self.straggler_draws().active and record.asynchronous:
+            raise InvalidArgumentError(
+                f"stragglers (--stragglers) {brief(self.stragglers)} is an option of the "
+                f"synchronous strategies, not of {self.strategy} ('simdist ps --stragglers' draws "
+                "them for TF1's parameter-server training)")
         if not record.multi_worker and self.workers != 1:
             several = [name for name, r in STRATEGIES.items() if r.multi_worker]
             raise InvalidArgumentError(
@@ -131,6 +141,15 @@ class Exercise:
                 f"global batch {self.global_batch} is smaller than the {self.num_replicas} "
                 f"replicas of {self.strategy}: every replica needs at least one example "
                 f"(give a global batch >= {self.num_replicas})")
+
+    def straggler_draws(self) -> Stragglers:
+        """The ``Stragglers`` record of ``stragglers``; a one-line error for a bad spec."""
+        try:
+            return _parse_stragglers(self.stragglers)
+        except InvalidArgumentError as error:
+            text = str(error)
+            text = text[len("stragglers"):] if text.startswith("stragglers ") else f": {text}"
+            raise InvalidArgumentError(f"stragglers (--stragglers){text}") from None
 
     def build(self):
         """(model, dataset), checked against each other."""
@@ -191,6 +210,11 @@ class Exercise:
         parser.add_argument("--fail", action="append", default=[], metavar="TASK@TIME[+DOWN]",
                             help="inject a failure, e.g. worker:1@2ms+1ms (parameter_server; "
                                  "repeatable)")
+        parser.add_argument("--stragglers", default=d.stragglers, metavar="SPEC",
+                            help="each worker's forward+backward time times a seeded draw per "
+                                 "step, shared by its replicas (synchronous strategies; "
+                                 "simdist only): lognormal:SIGMA, exponential:MEAN or "
+                                 "empirical:FILE of measured step times; default none")
         parser.add_argument("--result", metavar="FILE",
                             help="write the RunResult JSON here (for 'simdist compare')")
         parser.add_argument("--result-no-trace", action="store_true",
@@ -217,7 +241,8 @@ class Exercise:
                    hidden=args.hidden,
                    ps=getattr(args, "ps", 1),
                    steps_per_execution=getattr(args, "steps_per_execution", 1),
-                   failures=tuple(getattr(args, "fail", ())))
+                   failures=tuple(getattr(args, "fail", ())),
+                   stragglers=getattr(args, "stragglers", "none"))
 
 
 #: what an option of ``Exercise.add_arguments`` is for, said when a strategy that ignores it
@@ -226,6 +251,12 @@ _IGNORED_BY = {"--replicas": "is the devices of a worker for the strategies that
                              "replica on each",
                "--cross-device-ops": "is MirroredStrategy's",
                "--communication": "is MultiWorkerMirroredStrategy's"}
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_stragglers(spec: str) -> Stragglers:
+    """``parse_stragglers``, once per spec (an empirical file is read once, not per task)."""
+    return parse_stragglers(spec)
 
 
 def _choice(what, value, choices):

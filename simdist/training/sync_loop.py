@@ -5,7 +5,10 @@ The loop is TF's custom-training-loop recipe: distribute the dataset, ``strategy
 replica step (per-example loss scaled by ``compute_average_loss`` over the global batch,
 gradients), all-reduce the gradients (SUM), apply SGD to every copy of the variables, and
 ``strategy.reduce`` the loss. Each of those shows in the trace: compute spans on every
-replica's device, the all-reduce's messages, the update, and a "step k" span per step. On a
+replica's device, the all-reduce's messages, the update, and a "step k" span per step. With
+the exercise's ``stragglers`` each worker's forward+backward time at step s is multiplied by
+its seeded draw for step s (``Stragglers.factors(seed, worker)``), one factor for all its
+replicas, as one slow machine: the all-reduce then waits for the slowest worker. On a
 calibrated profile (``simdist calibrate``) each step starts with the host's own work, an
 "input + dispatch" span (``TaskContext.host_step`` prices the strategy's ``HostStep``).
 """
@@ -57,6 +60,9 @@ def train(ctx, exercise: Exercise):
         variables = strategy.variables(model.init(exercise.seed))
     lr = np.float32(exercise.learning_rate)
     losses, times = [], []
+    draws = exercise.straggler_draws()  # one factor per step for this worker (its replicas')
+    factors = draws.factors(exercise.seed, ctx.task_id, exercise.steps) if draws.active \
+        else [1.0] * exercise.steps
     batches = global_batches(data, exercise.global_batch, exercise.steps, exercise.seed)
     for step, batch in enumerate(strategy.experimental_distribute_dataset(batches)):
         start = ctx.now
@@ -70,7 +76,8 @@ def train(ctx, exercise: Exercise):
 
         loss, grads = yield from strategy.run(
             replica_step, args=(x, y, variables), name="forward+backward",
-            flops=lambda r: model.flops(len(x.values[r])), ops=model.num_ops)
+            flops=lambda r: model.flops(len(x.values[r])), ops=model.num_ops,
+            time_factor=factors[step])
         grads = yield from strategy.extended.batch_reduce_to(ReduceOp.SUM, grads)
         yield from strategy.extended.update(variables, grads, lambda v, g: v - lr * g,
                                             name="apply SGD")
@@ -128,6 +135,10 @@ def to_run_result(exercise: Exercise, result, hardware: Hardware) -> RunResult:
                 "hardware": hardware.system.name, "device": hardware.device.name,
                 "simulated_time_ns": result.end_time, "transport": result.transport,
                 "ranks": result.ranks, "bytes_moved_per_step": moved // max(1, len(times))}
+    draws = exercise.straggler_draws()
+    if draws.active:  # how the steps' compute times were drawn
+        metadata["stragglers"] = (f"{draws.describe()}, one draw per worker and step (its "
+                                  f"replicas share it), seed {exercise.seed}")
     return RunResult("simdist", exercise, losses, weights, times, metadata, result.trace)
 
 
