@@ -40,26 +40,7 @@ def draw_panels(path, suptitle: str, panels: list[Panel], note: str) -> None:
 
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.4), squeeze=False)
     for ax, panel in zip(axes[0], panels):
-        if panel.bars:
-            _bars(ax, panel)
-        else:
-            for label, points in panel.series.items():
-                xs, ys = zip(*points) if points else ((), ())
-                ax.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.4, label=label)
-            if panel.ideal:
-                xs, ys = zip(*panel.ideal)
-                ax.plot(xs, ys, "k--", linewidth=0.9, label="ideal")
-            if panel.logx:
-                ax.set_xscale("log", base=2)
-        if panel.logy:
-            ax.set_yscale("log")
-        if panel.ylim:
-            ax.set_ylim(*panel.ylim)
-        ax.set_title(panel.title, fontsize=10)
-        ax.set_xlabel(panel.xlabel)
-        ax.set_ylabel(panel.ylabel)
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7.5)
+        draw_axes(ax, panel)
     fig.suptitle(suptitle, fontsize=11)
     wrapped = "\n".join(textwrap.wrap(note, 175 if len(panels) > 1 else 95))
     fig.text(0.01, 0.01, wrapped, fontsize=7, va="bottom", ha="left", color="#333333")
@@ -67,6 +48,31 @@ def draw_panels(path, suptitle: str, panels: list[Panel], note: str) -> None:
     fig.tight_layout(rect=(0, 0.035 * lines + 0.02, 1, 0.95))
     save_figure(fig, path, dpi=90)
     plt.close(fig)
+
+
+def draw_axes(ax, panel: Panel, legend: bool = True, fontsize: float = 10) -> None:
+    """One panel on ``ax``: its lines (or bars), the ideal dashed, its axes and legend."""
+    if panel.bars:
+        _bars(ax, panel)
+    else:
+        for label, points in panel.series.items():
+            xs, ys = zip(*points) if points else ((), ())
+            ax.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.4, label=label)
+        if panel.ideal:
+            xs, ys = zip(*panel.ideal)
+            ax.plot(xs, ys, "k--", linewidth=0.9, label="ideal")
+        if panel.logx:
+            ax.set_xscale("log", base=2)
+    if panel.logy:
+        ax.set_yscale("log")
+    if panel.ylim:
+        ax.set_ylim(*panel.ylim)
+    ax.set_title(panel.title, fontsize=fontsize)
+    ax.set_xlabel(panel.xlabel)
+    ax.set_ylabel(panel.ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    if legend:
+        ax.legend(fontsize=7.5)
 
 
 def _bars(ax, panel: Panel) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from pathlib import Path
 
 from simdist.base.files import write_atomic
@@ -54,6 +55,7 @@ def write_page(page: Path, out: Path, studies: list, seconds: dict, command: str
                quick: bool) -> list[str]:
     """Write the page for every study whose CSV is in ``out``; returns the studies shown."""
     rel = Path(os.path.relpath(out, page.parent)).as_posix()
+    before = _timings(page, studies)
     how = "the quick version, for tests" if quick else "the full run"
     parts = [HEAD.format(command=command, how=how, csv_dir=rel)]
     shown = []
@@ -66,7 +68,7 @@ def write_page(page: Path, out: Path, studies: list, seconds: dict, command: str
             continue
         shown.append(study.name)
         took = f" It took {seconds[study.name]:.0f} s on this run's machine." \
-            if study.name in seconds else ""
+            if study.name in seconds else before.get(study.name, "")
         command_line = f"python -m benchmarks --only {study.name}"
         parts.append(f"\n## {study.title}\n\n{study.about}{took}\n\n"
                      f"Command: `{command_line}` (CSV: [`{rel}/{study.name}.csv`]"
@@ -77,3 +79,22 @@ def write_page(page: Path, out: Path, studies: list, seconds: dict, command: str
             parts.append(f"\n**Published figures to compare with.** {study.published}\n")
     write_atomic(page, "".join(parts))
     return shown
+
+
+def _timings(page: Path, studies: list) -> dict:
+    """Each study's "It took N s" on the page as it was: a study not run this time keeps
+    the time of the run that made its CSV."""
+    if not page.exists():
+        return {}
+    text = page.read_text(encoding="utf-8")
+    found = {}
+    for study in studies:
+        start = text.find(f"\n## {study.title}\n")
+        if start < 0:
+            continue
+        end = text.find("\n## ", start + 1)
+        match = re.search(r" It took \d+ s on this run's machine\.",
+                          text[start:end if end >= 0 else len(text)])
+        if match:
+            found[study.name] = match.group(0)
+    return found
