@@ -108,7 +108,8 @@ bench: $(STAMP)
 	$(BIN)/simdist bench engine
 
 # The scaling studies (benchmarks/): CSVs and figures in benchmarks/results/, the page
-# benchmarks/RESULTS.md; about 4 minutes on 2 cores (the zoo study 2-2.5 of them). One study: make studies STUDIES_FLAGS="--only scaling"
+# benchmarks/RESULTS.md; about 4 minutes on 2 cores (the zoo study 2-2.5 of them).
+# One study: make studies STUDIES_FLAGS="--only scaling"
 STUDIES_FLAGS ?=
 studies: $(STAMP)
 	$(BIN)/python -m benchmarks $(STUDIES_FLAGS)
