@@ -19,6 +19,10 @@ from simdist.hardware.host_costs import HOST_COST_NAMES, HostCosts, HostStep
 from simdist.base.errors import InvalidArgumentError
 from simdist.training.exercises import Exercise
 
+#: each fit simulates its table's exercises a few hundred times (13 s alone on the 2-core
+#: machine, several times that beside a loaded suite): more than the default 120 s of slack
+pytestmark = pytest.mark.timeout(300)
+
 #: a made-up machine: what the fit must find again from step times simulated with it
 TRUE = {"step_overhead_ns": 800_000.0, "replica_overhead_ns": 150_000.0,
         "input_pipeline_overhead_ns": 200_000.0, "distributed_step_overhead_ns": 1_000_000.0,
