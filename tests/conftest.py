@@ -34,6 +34,19 @@ def mpi_simdist(n, args, timeout=120, cwd=None):
     return proc
 
 
+def trace_over_ranks(args, tmp_path, ranks: int = 2) -> bytes:
+    """``simdist ARGS --trace FILE`` in this process and under ``mpiexec -n ranks``: the two
+    traces must be byte-identical. Returns the trace (for what it must show)."""
+    from simdist.commands.cli import main as simdist_main
+
+    alone, mpi = tmp_path / "inprocess.json", tmp_path / f"mpi{ranks}.json"
+    assert simdist_main([*args, "--trace", str(alone)]) == 0
+    proc = mpi_simdist(ranks, [*args, "--trace", str(mpi)])
+    assert f"mpi, {ranks} rank(s)" in proc.stdout
+    assert mpi.read_bytes() == alone.read_bytes()
+    return alone.read_bytes()
+
+
 def lesson_mpi(program, ranks: int, *args, timeout: int = 120):
     """Run a lesson's mpiexec program (``lessons/NN_slug/NAME_mpi.py``, relative to the
     repository) on ``ranks`` ranks with ``args``: it must end without MPI_Abort, and rank 0

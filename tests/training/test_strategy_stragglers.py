@@ -13,7 +13,7 @@ from simdist.training import simulate_exercise
 from simdist.training.compare import format_run
 from simdist.training.exercises import Exercise, RunResult
 
-from tests.conftest import mpi_simdist
+from tests.conftest import trace_over_ranks
 
 #: MultiWorkerMirroredStrategy, 4 workers, a model whose compute outweighs its all-reduce
 MWMS = dict(strategy="multi_worker_mirrored", workers=4, devices_per_worker=1, model="mlp",
@@ -102,9 +102,4 @@ MPI_ARGS = ["run", "multi_worker_mirrored", "--workers", "4", "--steps", "3", "-
 def test_stragglers_trace_is_the_same_at_one_and_two_ranks(tmp_path):
     """One rank in process (tests/sim/test_mpi_parity.py: the same as mpiexec -n 1), and
     mpiexec -n 2: each worker's draws come from its own seeded generator."""
-    one, two = tmp_path / "inprocess.json", tmp_path / "mpi2.json"
-    assert simdist_main([*MPI_ARGS, "--trace", str(one)]) == 0
-    proc = mpi_simdist(2, [*MPI_ARGS, "--trace", str(two)])
-    assert "mpi, 2 rank(s)" in proc.stdout
-    assert b'"straggler"' in one.read_bytes()
-    assert two.read_bytes() == one.read_bytes()
+    assert b'"straggler"' in trace_over_ranks(MPI_ARGS, tmp_path)
