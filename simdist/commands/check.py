@@ -65,8 +65,9 @@ def main(argv=None) -> int:
             parser.error("give a lesson (e.g. 01), or --all")
         if args.peek:
             lesson_dir = find_lesson(args.lesson, args.lessons_dir)
-            print(f"# {repo_relative(solution_path(lesson_dir))}: the reference "
-                  f"{args.peek}\n")
+            where = repo_relative(solution_path(lesson_dir))
+            print(say(f"# {where}: the reference {args.peek}\n",
+                      f"# {where}: {args.peek} 的参考答案\n", lang))
             print(peek(lesson_dir, args.peek))
             return 0
         with isolated(args.timeout):

@@ -226,3 +226,7 @@ def test_peek_prints_one_reference_solution(capsys):
     assert out.startswith("# lessons/solutions/01_collectives.py: the reference")
     assert "def predict_fastest(" in out and "def ring_all_reduce(" not in out
     assert check_command.main(["01", "--peek", "nothing"]) == 2
+    capsys.readouterr()
+    assert check_command.main(["01", "--peek", "predict_fastest", "--lang", "zh"]) == 0
+    assert capsys.readouterr().out.startswith(
+        "# lessons/solutions/01_collectives.py: predict_fastest 的参考答案")
