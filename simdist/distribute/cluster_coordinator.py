@@ -18,6 +18,12 @@ and carries its small arguments; a per-worker iterator among them is resolved by
 to its own (``simdist/distribute/worker.py``); the "done" reply carries the value's arrays
 or the error's class and message.
 
+``ClusterCoordinator(strategy, remote_value_fetch=True)`` copies the values as TF 2.21's
+``Worker._process_closure`` does: they stay on the worker, and the coordinator's thread
+fetches them in one more round trip (a "fetch" span on its "remote values" lane) before it
+takes the next function; a function that returns None needs none (TF's tutorial: schedule
+functions without return values). By default (the built-in runs) the "done" reply carries them.
+
 Failures, as TF documents them: a worker that fails mid-function has the function put back
 at the front of the queue (another worker, or the same one back up, runs it again: the trace
 shows it twice) and its datasets are rebuilt when it returns; any other error (a function's
@@ -43,6 +49,8 @@ from simdist.sim.wire import RPC_BYTES, rebuild_error
 #: what TF's coordinator spends per small closure on a CPU host
 SCHEDULE_OVERHEAD_NS = 100_000
 LANE = "coordinator"
+FETCH_LANE = "remote values"
+_LOST = object()  # a fetch whose worker failed
 
 
 class RemoteValue:
@@ -127,8 +135,10 @@ class PerWorkerDataset:
 class _Closure:
     """One scheduled function: its registered name, arguments, RemoteValue, runs."""
 
-    def __init__(self, number, fn, function: str, args, kwargs, value: RemoteValue, env):
+    def __init__(self, number, fn, function: str, args, kwargs, value: RemoteValue, env,
+                 keep: bool = False):
         self.number, self.function, self.args, self.kwargs = number, function, args, kwargs
+        self.keep = keep  # the worker keeps the value until the coordinator fetches it
         self.value = value
         self.name = f"{getattr(fn, '__name__', 'function')}#{number}"
         self.runs = 0
@@ -136,7 +146,8 @@ class _Closure:
 
     def call(self, worker: int) -> list:
         """The "run" message's payload for ``worker``: the name and the arguments."""
-        return encode({"f": self.function}, {"a": _for_worker(self.args, worker),
+        return encode({"f": self.function, **({"keep": 1} if self.keep else {})},
+                      {"a": _for_worker(self.args, worker),
                                              "k": _for_worker(self.kwargs, worker)},
                       f"an argument of {self.name}")
 
@@ -145,7 +156,8 @@ class ClusterCoordinator:
     """``ClusterCoordinator(strategy)`` on the coordinator task (the strategy's ``ctx``)."""
 
     def __init__(self, strategy: ParameterServerStrategy,
-                 schedule_overhead_ns: int = SCHEDULE_OVERHEAD_NS):
+                 schedule_overhead_ns: int = SCHEDULE_OVERHEAD_NS,
+                 remote_value_fetch: bool = False):
         if not isinstance(strategy, ParameterServerStrategy):
             raise InvalidArgumentError(f"ClusterCoordinator needs a ParameterServerStrategy, "
                                        f"got {brief(strategy)}")
@@ -159,6 +171,7 @@ class ClusterCoordinator:
         strategy._coordinator = self
         self.strategy, self.ctx = strategy, strategy.ctx
         self.overhead = schedule_overhead_ns
+        self.remote_value_fetch = bool(remote_value_fetch)
         self._cluster = strategy._cluster
         self._workers = strategy._num_workers
         self._iterators = 0  # per-worker iterators made so far (their numbers)
@@ -183,7 +196,8 @@ class ClusterCoordinator:
         self._scheduled += 1
         name = f"{getattr(fn, '__name__', 'function')}#{self._scheduled}"
         closure = _Closure(self._scheduled, fn, function, tuple(args or ()), dict(kwargs or {}),
-                           RemoteValue(self.ctx.env, name), self.ctx.env)
+                           RemoteValue(self.ctx.env, name), self.ctx.env,
+                           keep=self.remote_value_fetch)
         closure.call(0)  # arguments that cannot travel: refused now, on the coordinator
         self._queue.append(closure)
         self._notify("_wake")
@@ -270,22 +284,41 @@ class ClusterCoordinator:
             done = ctx.recv(worker, ("done", closure.number, attempt))
             failed = state.failed
             yield ctx.env.any_of([done, failed, closure.abort])
-            self._inflight.discard(closure)
+            lost = failed.triggered and not done.triggered
             if done.triggered:
                 header, value = decode(done.value.payload)
-                if "e" not in header:
-                    closure.value._set(value)
-                else:
+                if "kept" in header:  # the value stayed on the worker: copy it here first
+                    value = yield from self._fetch(closure, worker, attempt, failed)
+                    lost = value is _LOST
+                self._inflight.discard(closure)
+                if "e" in header:
                     self._fail(closure, rebuild_error(header["e"]))
-            elif failed.triggered:
+                elif not lost:
+                    closure.value._set(value)
+            self._inflight.discard(closure)
+            if lost:
                 if not closure.abort.triggered:
                     self._queue.appendleft(closure)  # TF puts it back, to run again
                     ctx.instant(LANE, f"{closure.name} back in the queue ({worker} failed)",
                                 "fault", function=closure.name, worker=worker)
                     self._notify("_wake")
-            else:  # cancelled: stop it on the worker (TF cancels the RPC)
+            elif not done.triggered:  # cancelled: stop it on the worker (TF cancels the RPC)
                 ctx.send(worker, ("cancel", closure.number, attempt), Phantom(RPC_BYTES))
             self._notify("_changed")
+
+    def _fetch(self, closure: _Closure, worker: str, attempt: int, failed):
+        """TF's ``remote_value_fetch``: the coordinator's thread copies a function's returned
+        values from its worker, one more round trip, before it takes the next function
+        (``yield from``); ``_LOST`` when the worker fails meanwhile."""
+        ctx, start = self.ctx, self.ctx.now
+        ctx.send(worker, ("fetch", closure.number, attempt), Phantom(RPC_BYTES))
+        got = ctx.recv(worker, ("value", closure.number, attempt))
+        yield ctx.env.any_of([got, failed])
+        if not got.triggered:
+            return _LOST
+        ctx.span(FETCH_LANE, f"fetch {closure.name}", "fetch", start, ctx.now - start,
+                 worker=worker, bytes=got.value.nbytes)
+        return decode(got.value.payload)[1]
 
     def _fail(self, closure: _Closure, error) -> None:
         """A function failed: its value holds the error; the others are cancelled and the

@@ -33,12 +33,12 @@ import numpy as np
 from simdist.base.errors import FailedPreconditionError, InvalidArgumentError, UnavailableError
 from simdist.distribute.failures import Failure
 from simdist.distribute.rpc import UpdateRule
+from simdist.distribute.sharded_variable import summed_rows
 from simdist.distribute.worker import WorkerServer
 from simdist.hardware.cluster import ClusterSpec
 from simdist.sim.context import HOST
 from simdist.sim.payloads import Phantom
-from simdist.sim.wire import (RPC_BYTES, decode_header, encode_header, error_fields,
-                              rebuild_error)
+from simdist.sim.wire import RPC_BYTES, decode_header, encode_header, error_fields, rebuild_error
 
 SERVER_JOBS = ("worker", "ps")
 #: requests of the coordinator's checkpoints, not of training
@@ -416,9 +416,10 @@ class PsServer:
         elif kind == "scatter":  # payload: keys, rule, then (rows, values) per variable
             rule = UpdateRule(*decode_header(payload[1]))
             for i, k in enumerate(keys):
-                rows, value = np.asarray(payload[2 + 2 * i]), payload[3 + 2 * i]
+                value = np.asarray(payload[3 + 2 * i])  # repeated rows: summed, as TF adds
+                rows, summed = summed_rows(np.asarray(payload[2 + 2 * i]), value)
                 table = values[k].copy()
-                table[rows] = rule.apply(table[rows], value, self.cluster.rules)
+                table[rows] = rule.apply(table[rows], summed, self.cluster.rules)
                 self.assign(k, table)
                 flops += 2 * np.asarray(value).size
                 nbytes += 3 * np.asarray(value).nbytes

@@ -158,6 +158,17 @@ def num_shards(partitioner, name: str, shape: tuple, dtype) -> int:
     return parts[0]
 
 
+def summed_rows(rows: np.ndarray, values: np.ndarray):
+    """A sparse gradient's duplicate rows summed (rows sorted), as TF's scatter ops add the
+    contributions of repeated indices (``ResourceScatterAdd``/``Sub``)."""
+    unique, where = np.unique(rows.reshape(-1), return_inverse=True)
+    if unique.size == rows.size:
+        return rows, values
+    summed = np.zeros((unique.size, *values.shape[rows.ndim:]), values.dtype)
+    np.add.at(summed, where, values.reshape(-1, *values.shape[rows.ndim:]))
+    return unique, summed
+
+
 class IndexedSlices(NamedTuple):
     """``tf.IndexedSlices``: the rows ``indices`` of a tensor (a sparse gradient, as an
     embedding lookup's), with their ``values``."""
@@ -294,4 +305,4 @@ class ShardedVariable:
 
 __all__ = ["FixedShardsPartitioner", "IndexedSlices", "MaxSizePartitioner",
            "MinSizePartitioner", "Partitioner", "ShardedVariable", "Variable", "num_shards",
-           "shard_offsets"]
+           "shard_offsets", "summed_rows"]

@@ -6,7 +6,9 @@ and its arguments (``simdist/distribute/rpc.py``); the worker looks the function
 own rank's registry (every rank runs the same program, which registers the same functions),
 resolves a per-worker iterator to its own (built here from the registered dataset function,
 as TF builds per-worker datasets on the worker), runs it and sends ``("done", closure,
-attempt)`` with the value's arrays, or the error's class and message. A "cancel" message
+attempt)`` with the value's arrays, or the error's class and message; when the coordinator
+fetches values (TF's ``remote_value_fetch``) the worker keeps a value and answers its
+"fetch" with it. A "cancel" message
 stops a function the coordinator cancelled; a failure stops it and loses the worker's
 iterators, rebuilt from their start when the worker is back.
 """
@@ -57,6 +59,7 @@ class WorkerServer:
         self.cluster, self.ctx = cluster, ctx
         self.iterators: dict = {}  # iterator number -> WorkerIterator (lost when it fails)
         self.running: dict = {}  # (closure, attempt) -> the process running it
+        self.kept: dict = {}  # (closure, attempt) -> a value the coordinator will fetch
         try:
             self.coordinator = chief_task(ctx.cluster).name
         except ClusterSpecError:
@@ -75,6 +78,7 @@ class WorkerServer:
         self.running.clear()
         self._had_iterators = bool(self.iterators)
         self.iterators.clear()
+        self.kept.clear()
 
     def restart(self) -> None:
         if getattr(self, "_had_iterators", False):
@@ -91,6 +95,9 @@ class WorkerServer:
             if kind == "run":
                 self.running[number, attempt] = ctx.process(
                     self._run(msg, number, attempt), name=f"run {number}.{attempt}")
+            elif kind == "fetch":  # TF's remote_value_fetch: the kept value, copied
+                value = self.kept.pop((number, attempt), None)
+                ctx.send(msg.src, ("value", number, attempt), encode({}, value))
             elif kind == "cancel":
                 proc = self.running.pop((number, attempt), None)
                 if proc is not None and proc.is_alive:
@@ -122,9 +129,12 @@ class WorkerServer:
         ctx.span("functions", label, "function", start, ctx.now - start, function=name,
                  run=attempt, **more)
         self.running.pop((number, attempt), None)
+        keep = error is None and value is not None and "keep" in header
         try:
             payload = encode({} if error is None else {"e": error_fields(error)}, value,
                              f"the value of {name}")
+            if keep:  # the value stays here until the coordinator fetches it
+                self.kept[number, attempt], payload = value, encode({"kept": 1})
         except InvalidArgumentError as bad:
             payload = encode({"e": error_fields(bad)})
         ctx.send(msg.src, ("done", number, attempt), payload)

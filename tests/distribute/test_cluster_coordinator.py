@@ -15,7 +15,7 @@ from simdist.base.errors import CancelledError, InvalidArgumentError, OutOfRange
 from simdist.training.exercises import Exercise
 
 
-def _coordinate(body, workers=2, ps=1, failures=()):
+def _coordinate(body, workers=2, ps=1, failures=(), **coordinator):
     """Run ``body(ctx, strategy, coordinator, cluster)`` on the chief; (its value, trace)."""
     cluster = InProcessCluster()
 
@@ -23,7 +23,8 @@ def _coordinate(body, workers=2, ps=1, failures=()):
         for task, at, down in failures:
             cluster.schedule_failure(task, at, down)
         strategy = ParameterServerStrategy(ctx, cluster.resolver(ctx))
-        return (yield from body(ctx, strategy, ClusterCoordinator(strategy), cluster))
+        return (yield from body(ctx, strategy, ClusterCoordinator(strategy, **coordinator),
+                                cluster))
 
     def main(ctx):  # the servers start as the simulation builds the tasks
         return chief(ctx) if ctx.task_type == "chief" else cluster.server(ctx).join()
@@ -39,6 +40,43 @@ def _work(ctx_of, ns=50_000):
         yield ctx.timeout(ns)
         return np.float32(x * 2), ctx.name
     return work
+
+
+def _returning(strategy, value):
+    """A function that computes 50 us on its worker and returns ``value``."""
+    def step():
+        yield strategy._worker.timeout(50_000)
+        return value
+    return step
+
+
+@pytest.mark.parametrize("fetch", [True, False])
+def test_a_function_without_a_return_value_saves_the_fetch_round_trip(fetch):
+    # TF's Worker._process_closure: after the function, remote_value_fetch copies its
+    # outputs to the coordinator before the thread takes the next one; None: nothing to copy
+    def body_of(value):
+        def body(ctx, strategy, coordinator, cluster):
+            step = _returning(strategy, value)
+            values = [coordinator.schedule(step) for _ in range(4)]
+            yield from coordinator.join()
+            got = []
+            for v in values:
+                got.append((yield from v.fetch()))
+            return ctx.now, got
+        return body
+
+    (with_values, got), trace = _coordinate(body_of(np.float32(7)), workers=1,
+                                            remote_value_fetch=fetch)
+    (without, nothing), bare = _coordinate(body_of(None), workers=1, remote_value_fetch=fetch)
+    assert got == [7.0] * 4 and nothing == [None] * 4
+    fetches = [s for s in trace.spans if s.cat == "fetch"]
+    assert len(fetches) == (4 if fetch else 0)
+    assert not [s for s in bare.spans if s.cat == "fetch"]
+    if fetch:  # each fetch is one round trip the next function waits for
+        assert with_values - without == pytest.approx(sum(s.dur for s in fetches), rel=0.05)
+        assert fetches[0].name == "fetch step#1" and fetches[0].pid == "chief:0"
+    else:
+        assert with_values - without < 2_000  # only the value's few bytes in the reply
 
 
 def _take(strategy, ns):

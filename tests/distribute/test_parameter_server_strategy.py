@@ -11,7 +11,8 @@ from simdist.distribute.cluster_coordinator import ClusterCoordinator
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
 from simdist.distribute.sharded_variable import (FixedShardsPartitioner, MaxSizePartitioner,
-                                                 MinSizePartitioner, ShardedVariable, shard_offsets)
+                                                 IndexedSlices, MinSizePartitioner, ShardedVariable,
+                                                 shard_offsets)
 from simdist.base.errors import FailedPreconditionError, InvalidArgumentError
 
 F32 = np.float32
@@ -161,6 +162,25 @@ def test_update_applies_on_each_shards_ps():
     np.testing.assert_array_equal(after, np.arange(30).reshape(10, 3) - 1)
     updates = sorted(s.pid for s in trace.spans if s.name.startswith("update"))
     assert updates == ["ps:0", "ps:1"]  # one request per ps, with its shards
+
+
+def test_a_sparse_update_sums_the_values_of_repeated_rows():
+    # real TF 2.21: SGD(1.0) of table (10, 3) with IndexedSlices(values, [9, 0, 9]) subtracts
+    # rows 1 and 3 of the values together from row 9 (ResourceScatterSub adds repeats)
+    def fn_of(strategy, table):
+        def step():
+            values = np.array([[1, 1, 1], [2, 2, 2], [3, 3, 3]], F32)
+            yield from strategy.extended.update(
+                {"t": table}, {"t": IndexedSlices(values, np.array([9, 0, 9]))},
+                lambda v, g: v - g)
+        return step
+
+    (_, after), trace = _with_one_function(fn_of)
+    want = np.arange(30, dtype=F32).reshape(10, 3)
+    want[9] -= 4
+    want[0] -= 2
+    np.testing.assert_array_equal(after, want)
+    assert sorted(s.pid for s in trace.spans if s.name.startswith("scatter")) == ["ps:0"]
 
 
 def test_each_ps_load_is_in_the_trace():
