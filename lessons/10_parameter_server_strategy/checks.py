@@ -10,6 +10,7 @@ MPI ranks in ``coordinator_mpi.py``.
 """
 
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -25,11 +26,14 @@ from simdist.distribute.sharded_variable import (FixedShardsPartitioner, MinSize
 from simdist.training.exercises import Exercise
 from course.answers import is_int
 from course.choices import check_choice
-from course.lessons import Check, CheckFailed, tr
+from course.lessons import Check, CheckFailed, load_module, tr
+
+#: section 8's jobs and exercises 6 and 7 (a module of their own: this one is long)
+HOT = load_module(Path(__file__).with_name("hotspots.py"), "_lesson10_hotspots")
 
 DIFFICULTY = {"choose_partitioner": 2, "predict_function_runs": 1,
               "choose_steps_per_execution": 2, "why_longer_is_slower": 1,
-              "register_functions": 2}
+              "register_functions": 2, **HOT.DIFFICULTY}
 
 
 # -- exercise 1 ------------------------------------------------------------------------------
@@ -428,4 +432,10 @@ CHECKS = [
     Check("registered", "register_functions",
           tr("a scheduled function and its dataset, registered to travel by name",
              "被调度的函数及其数据集，注册后按名字传到工作器"), check_labels),
+    Check("lookup", "lookup_ps_tasks",
+          tr("the ps tasks an embedding lookup on shards asks", "分片上的嵌入查找问到的参数服务器"),
+          HOT.check_lookup),
+    Check("fetch", "fetch_time_saved",
+          tr("the time functions without return values save", "不返回值的函数省下的时间"),
+          HOT.check_saved),
 ]

@@ -68,3 +68,22 @@ def register_functions(cluster, dataset_fn):
     """
     raise NotImplementedError("exercise register_functions: write the scheduled function and "
                               "register what a worker must find by name")
+
+
+def lookup_ps_tasks():
+    """Exercise 6 (★★): a float32 table of 10 rows is cut by ``FixedShardsPartitioner(4)``
+    and placed on 3 ps tasks by a ParameterServerStrategy (the shards in turn, as section 1
+    says). A scheduled function calls ``tf.nn.embedding_lookup(table, [9, 4, 5, 9])``.
+    Which ps tasks send rows to it? Return a list of task names, e.g. ``["ps:2"]``.
+    """
+    raise NotImplementedError("exercise lookup_ps_tasks: return a list of ps task names")
+
+
+def fetch_time_saved():
+    """Exercise 7 (★★): section 8's step function (``hot.scheduled``), now on 2 workers,
+    12 functions, 500 us of compute each (``scheduled(workers=2, functions=12, returns=...,
+    compute_us=500)``). How many microseconds of simulated training time does returning
+    ``None`` instead of the loss save? Return a number (us); within 15% passes. Predict it
+    from section 8 before you run anything.
+    """
+    raise NotImplementedError("exercise fetch_time_saved: return microseconds")

@@ -9,6 +9,7 @@ import pytest
 from simdist.sim.launcher import run_mpi
 
 from tests.course.expect import assert_outcome
+from course.lessons import load_module
 from tests.conftest import ROOT, LessonChecks, assert_notebook_shows
 
 FOLDER = ROOT / "lessons" / "10_parameter_server_strategy"
@@ -167,6 +168,45 @@ def test_a_registered_function_is_scheduled_by_name_in_one_process():
                                       "[27, 20, 18, 31]"), r.message
 
 
+# -- exercises 6 and 7 (section 8): a lookup on shards, functions without return values -----
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    (["ps:0", "ps:1"], None, None),
+    (("ps:1", "ps:0"), None, None),
+    (["ps:0", "ps:1", "ps:2"], "you said ['ps:0', 'ps:1', 'ps:2']; the simulated lookup of ids "
+     "[9, 4, 5, 9] got rows from ['ps:0', 'ps:1']", "that is a read of the whole table"),
+    (["ps:1", "ps:2"], "you said ['ps:1', 'ps:2']",
+     "FixedShardsPartitioner(4) on 10 rows gives shards of 3, 3, 2 and 2 rows"),
+    (["ps:1"], "you said ['ps:1']", "find each id's shard"),
+    ("ps:0", "lookup_ps_tasks returned 'ps:0', expected a list", "return the names"),
+])
+def test_lookup_ps_tasks_is_checked_against_the_simulated_lookup(answer, message, hint):
+    r = _result("lookup_ps_tasks", f"def lookup_ps_tasks():\n    return {answer!r}")
+    assert_outcome(r, message, hint)
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    (120.0, None, None),
+    (241.0, "you predicted 241.0 us; returning None saved 121 us",
+     "each worker has a coordinator thread of its own"),
+    (20.0, "you predicted 20.0 us", "every function that returns a value costs one fetch"),
+    (3000, "you predicted 3000 us", "only the fetches are saved"),
+    ("120", "fetch_time_saved returned '120', expected a number", "return microseconds"),
+])
+def test_fetch_time_saved_is_checked_against_the_simulation(answer, message, hint):
+    r = _result("fetch_time_saved", f"def fetch_time_saved():\n    return {answer!r}")
+    assert_outcome(r, message, hint)
+
+
+def test_a_learning_rate_variable_makes_its_ps_answer_more_requests():
+    hot = load_module(FOLDER / "hotspots.py", "_lesson10_hotspots_test")
+    constant = hot.scheduled(workers=1, functions=8, returns=True)
+    variable = hot.scheduled(workers=1, functions=8, returns=True, lr_variable=True)
+    assert constant.requests == {"ps:0": 2.0, "ps:1": 2.0, "ps:2": 2.0}
+    assert variable.requests == {"ps:0": 4.0, "ps:1": 2.0, "ps:2": 2.0}
+
+
 # -- exercise 5: coordinator_mpi.py under mpiexec, 1 to 4 ranks --------------------------------
 
 COORDINATOR_MPI = str(Path("lessons") / "10_parameter_server_strategy" / "coordinator_mpi.py")
@@ -235,6 +275,16 @@ NOTEBOOK_TEXT = ["no partitioner                           {'ps:0': 64000, 'ps:1
                  "/job:ps/task:1 [4, 16]\n         dense/kernel /job:ps/task:0 [16, 1]",
                  ", within float32 round-off: True",
                  "the same trace on 1 and 4 MPI ranks, byte for byte: True",
+                 # section 8: a sharded table read whole and looked up, the learning-rate
+                 # variable's ps, and the fetches a function without a return value saves
+                 "read whole: shape (12, 2), from ['ps:0', 'ps:1', 'ps:2']",
+                 "rows sent per ps {'ps:0': 1, 'ps:1': 2}",
+                 "requests per step {'ps:0': 4.0, 'ps:1': 2.0, 'ps:2': 2.0}",
+                 "8 fetches of 20.1 us",
+                 "0 fetches: 160.9 us saved",
+                 # exercise 6's real-TF cell: real TF's gathers per shard
+                 "rows per shard's gather: [0, 2, 0, 2]",
+                 "ps tasks sending rows: real TF ['ps:0', 'ps:1'] | yours not done yet",
                  "coordinator_mpi: ✗ not done yet: exercise register_functions",
                  "not done yet: exercise choose_partitioner"]
 
