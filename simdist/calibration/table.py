@@ -11,6 +11,11 @@ it never saw; a row with no time is predicted only.
     strategy,replicas,model,global_batch,step_ms,split
     mirrored,1,mlp,256,3.1,fit
     mirrored,4,mlp,1024,6.4,check
+
+A row of a real network (a zoo model such as ``resnet50``, a model file, or ``params`` and
+``flops`` columns) on a ``hardware`` profile is a published table's row instead, simulated
+as a ``data_parallel`` run and fitted to that hardware's costs (``gpu_table``, ``gpu_fit``);
+a table holds rows of one sort or the other.
 """
 
 from __future__ import annotations
@@ -21,15 +26,17 @@ from pathlib import Path
 from typing import NamedTuple
 
 from simdist.calibration.fit import Measurement
+from simdist.calibration.gpu_table import GPU_COLUMNS, GPU_TIMES, GpuRow, gpu_row, is_gpu_row
 from simdist.base.errors import InvalidArgumentError, brief
 from simdist.training.exercises import Exercise
+from simdist.training.models import MODELS
 from simdist.base.files import read_text
 
 DEFAULT_DATASET = {"linear": "regression", "softmax": "digits", "mlp": "digits",
                    "embedding": "vocab"}
-TIME_COLUMNS = ("step_ms", "step_s", "epoch_s")
+TIME_COLUMNS = ("step_ms", "step_s", "epoch_s", *GPU_TIMES)
 KNOWN = {"strategy", "workers", "replicas", "devices", "model", "dataset", "hidden",
-         "global_batch", "examples", "split", *TIME_COLUMNS}
+         "global_batch", "examples", "split", *TIME_COLUMNS, *GPU_COLUMNS}
 
 
 class Row(NamedTuple):
@@ -47,8 +54,9 @@ class Row(NamedTuple):
         return Measurement(self.exercise, self.step_ns)
 
 
-def read_table(path) -> list[Row]:
-    """The rows of a user's table, each checked, with errors naming the line and value."""
+def read_table(path) -> list[Row] | list[GpuRow]:
+    """The rows of a user's table, each checked, with errors naming the line and value:
+    ``Row``s of toy exercises, or ``GpuRow``s of a published table."""
     path = Path(path)
     lines = read_text(path, "table").splitlines()
     reader = csv.reader(lines)
@@ -66,13 +74,14 @@ def read_table(path) -> list[Row]:
         raise InvalidArgumentError(f"{path}: unknown column(s) {', '.join(map(repr, unknown))}:"
                                    f" expected some of {', '.join(sorted(KNOWN))}")
     times = [c for c in TIME_COLUMNS if c in header]
-    if "model" not in header or len(times) != 1:
+    numbers = "params" in header and "flops" in header
+    if not ("model" in header or numbers) or len(times) != 1:
         raise InvalidArgumentError(f"{path}: needs a model column and exactly one time column "
                                    f"of {', '.join(TIME_COLUMNS)}; has {', '.join(header)}")
-    if times[0] == "epoch_s" and "examples" not in header:
-        raise InvalidArgumentError(f"{path}: epoch_s needs an examples column (the examples "
+    if times[0] in ("epoch_s", "run_s") and "examples" not in header:
+        raise InvalidArgumentError(f"{path}: {times[0]} needs an examples column (the examples "
                                    "of an epoch)")
-    rows = []
+    rows, kinds = [], {}
     for values in reader:
         if not any(v.strip() for v in values):
             continue  # a blank line
@@ -81,10 +90,23 @@ def read_table(path) -> list[Row]:
                 f"{path}, line {reader.line_num}: {len(values)} value(s) for the {len(header)} "
                 f"columns of the header ({', '.join(header)}): expected one value per column "
                 "(an empty one for none)")
-        rows.append(_row(path, reader.line_num,
-                         {k: v.strip() for k, v in zip(header, values)}, times[0]))
+        raw = {k: v.strip() for k, v in zip(header, values)}
+        where = f"{path}, line {reader.line_num}"
+        if is_gpu_row(raw, MODELS):
+            rows.append(gpu_row(where, reader.line_num, raw, times[0], path.parent, kinds,
+                                _integer(where, raw)))
+        else:
+            rows.append(_row(path, reader.line_num, raw, times[0]))
     if not rows:
         raise InvalidArgumentError(f"{path}: the table has a header but no rows")
+    sorts = [isinstance(r, GpuRow) for r in rows]
+    if any(sorts) and not all(sorts):
+        gpu, toy = rows[sorts.index(True)], rows[sorts.index(False)]
+        raise InvalidArgumentError(
+            f"{path}: line {gpu.line} is a real network's row ({gpu.model.name}) and line "
+            f"{toy.line} a toy exercise's ({toy.exercise.model}): expected rows of one sort "
+            "(the toy ones fit this machine's CPU, the others their hardware column's "
+            "profile)")
     return rows
 
 
@@ -106,8 +128,8 @@ def underdetermined(path, rows: list[Row]) -> str | None:
             "replicas, workers, batches)")
 
 
-def _row(path, line: int, raw: dict, time_column: str) -> Row:
-    where = f"{path}, line {line}"
+def _integer(where: str, raw: dict):
+    """A reader of the row's whole-number columns: ``integer(name, default)``."""
 
     def integer(name, default):
         text = raw.get(name, "")
@@ -122,6 +144,18 @@ def _row(path, line: int, raw: dict, time_column: str) -> Row:
             raise InvalidArgumentError(f"{where}: {name} {value}: expected a number >= 1")
         return value
 
+    return integer
+
+
+def _row(path, line: int, raw: dict, time_column: str) -> Row:
+    where = f"{path}, line {line}"
+    integer = _integer(where, raw)
+    given = [name for name in GPU_COLUMNS if raw.get(name)]
+    if given or time_column in GPU_TIMES:
+        what = f"column {given[0]}" if given else f"time column {time_column}"
+        raise InvalidArgumentError(f"{where}: {what} with the toy model "
+                                   f"{brief(raw.get('model'))}: it belongs to rows of a real "
+                                   "network (a zoo model, a model file, or params and flops)")
     model = raw.get("model", "")
     replicas = integer("replicas", None) or integer("devices", 1)
     try:

@@ -7,7 +7,9 @@ parameters of the step-time model (``simdist.calibration.fit``) and saves the pr
 which ``simdist run ... --profiles-file FILE --profile calibrated`` and ``simdist bench
 predict`` read. ``--from-csv TABLE`` fits the same parameters to a user's own table of
 measured times instead (``simdist.calibration.table``) and predicts the rows marked
-``check`` or with no time, printing each error.
+``check`` or with no time, printing each error; a table of real networks on GPU profiles
+(a published table: ``simdist.calibration.gpu_table``) fits each hardware kind's own costs
+(``simdist.calibration.gpu_fit``) and says which it cannot determine.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from simdist.base.errors import InvalidArgumentError
 from simdist.base.files import check_outputs
 from simdist.calibration.fit import PARAMETERS, SYSTEM, predict, profile_document
+from simdist.calibration.gpu_table import GpuRow
 from simdist.calibration.plan import calibration_plan, label
 from simdist.calibration.profile_file import this_machine, write_profile
 from simdist.commands import reporting_errors
@@ -45,8 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="3 exercises instead of 44 (a check that it works, not a "
                              "profile to trust)")
     parser.add_argument("--from-csv", metavar="TABLE", default=None,
-                        help="fit your own table of measured times instead of measuring "
-                             "(columns: see simdist.calibration.table)")
+                        help="fit your own table of measured times instead of measuring: "
+                             "toy exercises on this machine, or zoo models on a hardware "
+                             "column's GPU profiles (columns: docs/guides/calibration.md)")
     return parser
 
 
@@ -102,6 +106,8 @@ def fit_table(args) -> int:
     output = Path(args.output)
     check_outputs({"--output": output}, {"--from-csv": args.from_csv})
     rows = read_table(args.from_csv)
+    if isinstance(rows[0], GpuRow):
+        return fit_published(args, rows, output)
     used = [r for r in rows if r.split == "fit" and r.step_ns is not None]
     if not used:
         raise InvalidArgumentError(f"{args.from_csv}: no row with a time and split 'fit': "
@@ -125,3 +131,101 @@ def fit_table(args) -> int:
     write_profile(output, profile_document(result, machine=f"the table {args.from_csv}"))
     print(f"\nprofile: {output} (system '{SYSTEM}')")
     return 0
+
+
+def fit_published(args, rows: list, output: Path) -> int:
+    """A published table's rows (``GpuRow``): each hardware kind's costs fitted to its own
+    rows, the costs it cannot determine named with why, the check rows predicted."""
+    from simdist.calibration import gpu_fit
+
+    kinds: dict = {}
+    for row in rows:
+        kinds.setdefault(row.kind.name, []).append(row)
+    fits = []
+    for name, kind_rows in kinds.items():
+        used = [r for r in kind_rows if r.split == "fit" and r.measured_ns is not None]
+        if not used:
+            raise InvalidArgumentError(
+                f"{args.from_csv}: hardware {name} has no row with a time and split 'fit' "
+                f"(lines {', '.join(str(r.line) for r in kind_rows)}): nothing to fit its "
+                "costs to")
+        fits.append(_fit_with_progress(gpu_fit.fit_kind, used[0].kind, used))
+    if len(fits) > 1:
+        print(f"{len(fits)} hardware kinds: each fits its own costs to its own rows ("
+              + "; ".join(f"{f.kind.name}: {len(f.rows)} row(s)" for f in fits) + ")")
+    for kind_fit in fits:
+        print()
+        print(costs_table(kind_fit))
+        print()
+        print(errors_table([(r.label, r.measured_ns, s)
+                            for r, s in zip(kind_fit.rows, kind_fit.simulated_ns)],
+                           f"{kind_fit.kind.name}: fit residuals (the rows the fit used, "
+                           "their times as the table gives them)"))
+        others = [r for r in kinds[kind_fit.kind.name] if r not in kind_fit.rows]
+        if others:
+            print()
+            print(errors_table([(r.label, r.measured_ns, s) for r, s in
+                                zip(others, gpu_fit.predict_rows(kind_fit, others))],
+                               f"{kind_fit.kind.name}: predicted (rows marked check, or "
+                               "with no time)"))
+    write_profile(output, gpu_fit.profile_document(fits, f"the table {args.from_csv}"))
+    print(f"\nprofile: {output} (system(s) {', '.join(repr(f.system) for f in fits)}): "
+          f"simdist run data_parallel --profiles-file {output} --profile {fits[0].system} "
+          "--model ... prices its FLOPs and links (not yet the host's per-step overhead and "
+          "input time, which the strategies charge); the per-run fixed cost is in its "
+          "calibration record only")
+    return 0
+
+
+def costs_table(kind_fit) -> str:
+    """A kind's costs: fitted ones with their start, then one line per cost the table cannot
+    determine (kept at the profile's value) and per cost not fitted, each with why."""
+    from simdist.calibration.gpu_fit import COSTS, DISPLAY, LARGER_SHARE, NOT_FITTED
+
+    head = (f"{'cost':<24} {'fitted':>10} {'start':>10}  {'unit':<8} {'+-':>6}  what it "
+            "charges")
+    lines = [f"{kind_fit.kind.name}: costs fitted to {len(kind_fit.rows)} row(s), starting "
+             f"from the profile of system {kind_fit.kind.system}", head, "-" * len(head)]
+    kept = []
+    for cost in COSTS:
+        label, unit, shown = DISPLAY[cost.name]
+        if cost.name in kind_fit.undetermined:
+            kept.append(f"  {label} ({shown(kind_fit.start[cost.name]):,.4g} {unit}): "
+                        f"{kind_fit.undetermined[cost.name]}")
+            continue
+        spread = kind_fit.spread[cost.name]
+        lines.append(f"{label:<24} {shown(kind_fit.costs[cost.name]):>10,.4g} "
+                     f"{shown(kind_fit.start[cost.name]):>10,.4g}  {unit:<8} "
+                     f"{'>99%' if spread > 0.99 else f'{spread:.1%}':>6}  {cost.what}")
+    lines.append("+-: how far the cost moves when each row's time is off by 1%")
+    loose = [c.name for c in COSTS if kind_fit.spread.get(c.name, 0) > 0.99]
+    if loose:
+        lines.append("loosely determined (a 1% error in the rows would move it by more than "
+                     "its value):")
+        lines += [f"  {DISPLAY[n][0]}: a small share of every row's time; {LARGER_SHARE[n]} "
+                  "would set it" for n in loose]
+    if kept:
+        lines.append("not determined by this table (each kept at the profile's value):")
+        lines += kept
+    lines.append("not fitted from any table (kept at the profile's values):")
+    lines += [f"  {what}: {why}" for what, why in NOT_FITTED]
+    return "\n".join(lines)
+
+
+def _fit_with_progress(fit, kind, rows):
+    """``fit(kind, rows, on_progress=...)`` with a progress bar on stderr, its count the
+    simulations done."""
+    from simdist.commands.progress import ProgressBar
+
+    bar = ProgressBar(1, stream=sys.stderr)
+    label = f"fitting {kind.name}: simulating the rows"
+
+    def progress(done, total):
+        bar.total, bar.done = total, done
+        if done % 10 == 0:
+            bar.show(label, None)
+
+    try:
+        return fit(kind, rows, on_progress=progress)
+    finally:
+        bar.close()
