@@ -11,6 +11,8 @@ time (the simulator is deterministic), so each is made once per process.
 
 from functools import lru_cache
 
+import numpy as np
+
 from simdist.hardware.cluster import ClusterSpec, task_to_rank
 from simdist.training.ps_spec import PSTrainingSpec
 from simdist.training.ps_training import run_ps_training, train_on_ps
@@ -20,7 +22,7 @@ from course.lessons import Check, CheckFailed, tr
 
 
 DIFFICULTY = {"ps_nic_bytes": 1, "choose_ps_shards": 2, "backup_workers_for_throughput": 2,
-              "choose_ps_for_float16": 2}
+              "choose_ps_for_float16": 2, "sparse_update": 2}
 
 BYTES = {"float32": 4, "float16": 2}
 
@@ -313,6 +315,89 @@ def check_float16(module):
     return verify_float16(mine, lambda ps: float16_load(ps) if ps >= 1 else None)
 
 
+# -- exercise 6 ------------------------------------------------------------------------------
+
+
+def sparse_step(tf, ids=(2, 5, 2), width=2, rows=8):
+    """One SGD step (learning rate 1) of a zero (rows, width) float32 table after a lookup
+    of the int32 ``ids``, each weighted by its position (1, 2, ...): the IndexedSlices
+    gradient (indices, values, bytes) and the rows the update changed. ``tf`` is simdist's
+    TF1 API or real TF's ``tf.compat.v1`` (the notebook runs it on both)."""
+    with tf.Graph().as_default():
+        table = tf.get_variable("table", initializer=np.zeros((rows, width), np.float32))
+        looked = tf.nn.embedding_lookup(table, tf.constant(np.array(ids, np.int32)))
+        weights = np.arange(1, len(ids) + 1, dtype=np.float32)[:, None]
+        grad = tf.gradients(tf.reduce_sum(looked * tf.constant(weights)), [table])[0]
+        train = tf.train.GradientDescentOptimizer(1.0).apply_gradients([(grad, table)])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            g = sess.run(grad)
+            sess.run(train)
+            after = sess.run(table)
+    changed = [int(r) for r in np.nonzero(after.any(axis=1))[0]]
+    return {"type": type(grad).__name__, "indices": np.asarray(g.indices).tolist(),
+            "values": np.asarray(g.values).tolist(),
+            "bytes": int(np.asarray(g.values).nbytes + np.asarray(g.indices).nbytes),
+            "changed": changed, "after": {str(r): after[r].tolist() for r in changed}}
+
+
+#: exercise 6's batch: a table of 10 rows of 4 (section 5 draws 8 rows of 2, ids 2, 5, 2)
+SPARSE_IDS, SPARSE_WIDTH, SPARSE_ROWS = [3, 8, 3, 1, 8, 3, 6, 0], 4, 10
+
+
+@lru_cache(maxsize=None)
+def simulated_sparse_step() -> dict:
+    import simdist.graph as tf
+
+    return sparse_step(tf, tuple(SPARSE_IDS), SPARSE_WIDTH, SPARSE_ROWS)
+
+
+def check_sparse(module):
+    answer = module.sparse_update()
+    mine = as_tuple(answer, 2)
+    ran = simulated_sparse_step()
+    right = (ran["changed"], ran["bytes"])
+    shape = tr("return (the rows changed, a sorted list of ints; the bytes, an int)",
+               "返回（改变的行，一个排好序的整数列表；字节数，一个整数）")
+    if mine is None or not isinstance(mine[0], (list, tuple)) or not is_int(mine[1]) \
+            or not all(is_int(r) for r in mine[0]):
+        raise CheckFailed(tr(f"sparse_update returned {answer!r}, expected a pair (rows, "
+                             "bytes)", f"sparse_update 返回了 {answer!r}，应为一对 (行, 字节数)"),
+                          shape)
+    rows, nbytes = [int(r) for r in mine[0]], int(mine[1])
+    unique, width = len(set(SPARSE_IDS)), SPARSE_WIDTH
+    if rows != right[0]:
+        if sorted(set(rows)) == right[0]:
+            hint = tr("each changed row once, in increasing order: a repeated id still "
+                      "changes one row", "每个改变的行只写一次，按升序：重复的 id 仍只改变一行")
+        else:
+            hint = tr("a lookup's gradient touches exactly the rows looked up, and only them",
+                      "查找的梯度只触及被查到的那些行，其他行一概不动")
+        raise CheckFailed(tr(f"you said rows {rows} change; the simulated step changed "
+                             f"{right[0]}", f"你说改变的行是 {rows}；模拟的这一步改变了 "
+                             f"{right[0]}"), hint)
+    if nbytes != right[1]:
+        if nbytes == unique * width * 4 + unique * 4:
+            hint = tr("the IndexedSlices keeps one row of values per lookup, repeated ids "
+                      "too: the rows are summed only where the update is applied, on the ps",
+                      "IndexedSlices 为每次查找保留一行值，重复的 id 也一样：这些行要到参数"
+                      "服务器上执行更新时才相加")
+        elif nbytes == len(SPARSE_IDS) * width * 4:
+            hint = tr("the indices travel too: one int32 (4 bytes) per lookup",
+                      "索引也要传过去：每次查找一个 int32（4 字节）")
+        else:
+            hint = tr(f"values: one row of {width} float32 per lookup; indices: one int32 per "
+                      "lookup", f"值：每次查找一行 {width} 个 float32；索引：每次查找一个 int32")
+        raise CheckFailed(tr(f"you said {nbytes} bytes; the simulated gradient holds "
+                             f"{right[1]} bytes (indices {ran['indices']})",
+                             f"你说 {nbytes} 字节；模拟的梯度有 {right[1]} 字节（索引 "
+                             f"{ran['indices']}）"), hint)
+    return tr(f"rows {right[0]} change, from an IndexedSlices of {len(SPARSE_IDS)} rows "
+              f"({right[1]} bytes): row 3's three gradients are summed on the ps",
+              f"改变的是第 {right[0]} 行，来自一个 {len(SPARSE_IDS)} 行的 IndexedSlices"
+              f"（{right[1]} 字节）：第 3 行的三个梯度在参数服务器上相加")
+
+
 CHECKS = [
     Check("bytes", "ps_nic_bytes",
           tr("bytes through a ps NIC per round of updates", "每轮更新经过参数服务器网卡的字节数"),
@@ -326,4 +411,7 @@ CHECKS = [
     Check("float16", "choose_ps_for_float16",
           tr("ps tasks for float16 gradients, each NIC at most 45% busy",
              "float16 梯度下让每块网卡至多 45% 忙的参数服务器个数"), check_float16),
+    Check("sparse", "sparse_update",
+          tr("the rows a sparse update changes and the bytes it sends",
+             "稀疏更新改变的行和它发送的字节数"), check_sparse),
 ]

@@ -44,3 +44,14 @@ def choose_ps_for_float16():
     every ps NIC is busy at most 45% of the training time (in its busier direction).
     """
     raise NotImplementedError("exercise choose_ps_for_float16: return an int 1..8")
+
+
+def sparse_update():
+    """Exercise 6 (★★): a batch looks up the int32 ids 3, 8, 3, 1, 8, 3, 6 and 0 in an
+    embedding table of 10 rows of 4 float32 values (``tf.nn.embedding_lookup``), and one
+    SGD step applies the gradient to the table. Which rows does the update change, and how
+    many bytes does the gradient's ``IndexedSlices`` hold (its values and its indices: what
+    the worker pushes to the ps)? Return ``(rows, nbytes)``: the changed rows as a sorted
+    list of ints, and an int.
+    """
+    raise NotImplementedError("exercise sparse_update: return (rows, nbytes)")

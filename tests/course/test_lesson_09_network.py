@@ -7,6 +7,8 @@ import pytest
 
 from simdist.training.ps_training import train_on_ps
 
+from course.lessons import load_module
+from tests.course.expect import assert_outcome
 from tests.conftest import ROOT, LessonChecks, assert_notebook_shows
 
 FOLDER = ROOT / "lessons" / "09_network"
@@ -147,6 +149,42 @@ def test_wrong_backup_counts_get_what_is_wrong_and_a_hint(answer, message, hint)
     assert r.hint.startswith(hint), r.hint
 
 
+# -- exercise 6: the rows a sparse update changes, the bytes of its IndexedSlices ----------
+
+SPARSE = LessonChecks(FOLDER)
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    (([0, 1, 3, 6, 8], 160), None, None),
+    (([0, 1, 3, 6, 8], 100), "you said 100 bytes; the simulated gradient holds 160 bytes "
+     "(indices [3, 8, 3, 1, 8, 3, 6, 0])", "the IndexedSlices keeps one row of values per "
+     "lookup, repeated ids too"),
+    (([0, 1, 3, 6, 8], 128), "you said 128 bytes", "the indices travel too"),
+    (([0, 1, 3, 6, 8], 99), "you said 99 bytes", "values: one row of 4 float32 per lookup"),
+    (([3, 8, 3, 1, 8, 3, 6, 0], 160), "you said rows [3, 8, 3, 1, 8, 3, 6, 0] change; the "
+     "simulated step changed [0, 1, 3, 6, 8]", "each changed row once, in increasing order"),
+    (([0, 1, 3], 160), "you said rows [0, 1, 3] change", "a lookup's gradient touches exactly"),
+    (160, "sparse_update returned 160, expected a pair (rows, bytes)", "return (the rows"),
+])
+def test_sparse_update_is_checked_against_the_simulated_step(answer, message, hint):
+    r = SPARSE.result("sparse_update", f"def sparse_update():\n    return {answer!r}")
+    assert_outcome(r, message, hint)
+
+
+def test_the_simulated_lookup_gradient_keeps_repeated_ids_and_the_update_sums_them():
+    """Real TF 2.21 (tf.compat.v1, the notebook's exercise 6 cell) gives these values: an
+    IndexedSlices of indices [2, 5, 2], values [[1, 1], [2, 2], [3, 3]], 36 bytes; rows 2
+    and 5 change, row 2 by 1 + 3."""
+    import simdist.graph as tf
+
+    checks = load_module(FOLDER / "checks.py", "_lesson09_checks_test")
+    step = checks.sparse_step(tf, ids=[2, 5, 2])
+    assert step["type"] == "IndexedSlices" and step["indices"] == [2, 5, 2]
+    assert step["values"] == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]] and step["bytes"] == 36
+    assert step["changed"] == [2, 5]
+    assert step["after"] == {"2": [-4.0, -4.0], "5": [-2.0, -2.0]}
+
+
 NOTEBOOK_TEXT = ["4 MB per update in each direction: 3.2 ms on the wire",
                  "the most one ps NIC can serve: 312 updates/s",
                  "simulated: busy 36.6% in, 36.6% out; 4,000,080 bytes in per update",
@@ -159,7 +197,16 @@ NOTEBOOK_TEXT = ["4 MB per update in each direction: 3.2 ms on the wire",
                  "async training: global step 12 after",
                  "the same trace on 1 and 4 MPI ranks, byte for byte: True",
                  "not done yet: exercise choose_ps_for_float16",
-                 "ps_nic_mpi: ✗ not done yet: exercise choose_ps_for_float16"]
+                 "ps_nic_mpi: ✗ not done yet: exercise choose_ps_for_float16",
+                 # section 5's repeated ids, and exercise 6's real-TF cell
+                 "gradient: IndexedSlices, indices [2, 5, 2], values [[1.0, 1.0], [2.0, 2.0], "
+                 "[3.0, 3.0]], 36 bytes",
+                 "rows changed: [2, 5], now {'2': [-4.0, -4.0], '5': [-2.0, -2.0]}",
+                 "       16 rows: 16 lookups of 7 distinct rows, 216 bytes in per update",
+                 "1,000,000 rows: 16 lookups of 16 distinct rows, 216 bytes in per update",
+                 "real TF: IndexedSlices, indices [3, 8, 3, 1, 8, 3, 6, 0], 160 bytes; rows "
+                 "changed [0, 1, 3, 6, 8], row 3 now [-10.0, -10.0, -10.0, -10.0]",
+                 "yours:   not done yet"]
 
 
 @pytest.mark.notebook
