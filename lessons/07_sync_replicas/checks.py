@@ -20,7 +20,8 @@ from course.choices import check_choice
 from course.lessons import Check, CheckFailed, tr
 
 DIFFICULTY = {"tokens_per_step": 1, "choose_replicas_to_aggregate": 2, "why_backups_help": 1,
-              "resume_step": 2, "predict_applied": 2}
+              "resume_step": 2, "predict_applied": 2, "predict_staleness": 2,
+              "why_larger_batches_help": 1}
 
 # -- exercise 1 ------------------------------------------------------------------------------
 
@@ -256,6 +257,104 @@ def job_ranks(ranks: int) -> str:
     return ", ".join(f"{task} on rank {rank}"
                      for task, rank in zip(tasks, task_to_rank(len(tasks), ranks)))
 
+# -- exercise 6: the asynchronous half -------------------------------------------------------
+
+
+def staleness_by_worker(run) -> dict:
+    """{worker: the staleness of each of its updates after the first}, counted from the
+    global step after each of its runs: the updates the others applied in between (an
+    asynchronous worker reads the variables as its run starts). The same count works on a
+    real run (``realdist.training.ps_programs.real_train_on_ps``)."""
+    out = {}
+    for k, runs in sorted(run.worker_runs.items()):
+        steps = [step for _, step, _ in runs]
+        out[k] = [b - a - 1 for a, b in zip(steps, steps[1:])]
+    return out
+
+
+def most_common(values) -> int:
+    """The value seen most often (the smallest of a tie)."""
+    return max(sorted(set(values)), key=values.count)
+
+
+#: exercise 6: three workers, one three times slower (section 1 draws four, one six times)
+STALE = {"workers": 3, "mode": "async", "steps": 24, "step_us": [1000, 1000, 3000],
+         "learning_rate": 0.05}
+
+
+@lru_cache(maxsize=None)
+def simulated_staleness() -> tuple[int, int]:
+    """(the most common staleness of the slow worker 2's updates, of worker 0's)."""
+    stale = staleness_by_worker(train_on_ps(**STALE))
+    return most_common(stale[2]), most_common(stale[0])
+
+
+def check_staleness(module):
+    answer = module.predict_staleness()
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2 \
+            or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                       for v in answer):
+        raise CheckFailed(tr(f"predict_staleness returned {answer!r}, expected a pair of ints "
+                             "(slow worker, fast worker)",
+                             f"predict_staleness 返回了 {answer!r}，应为一对整数（慢的工作器，"
+                             "快的工作器）"),
+                          tr("return (staleness of worker 2, staleness of worker 0)",
+                             "返回（worker 2 的陈旧度，worker 0 的陈旧度）"))
+    slow, fast = (int(v) for v in answer)
+    want = simulated_staleness()
+    if (slow, fast) == want:
+        return tr(f"worker 2's gradients are mostly {want[0]} updates stale, worker 0's "
+                  f"{want[1]}: a slow step lets the fast workers update many times",
+                  f"worker 2 的梯度大多陈旧 {want[0]} 次更新，worker 0 的是 {want[1]} 次："
+                  "慢的一步里，快的工作器能更新很多次")
+    if slow == fast == STALE["workers"] - 1:
+        hint = tr("staleness is not the number of other workers: it counts the updates the "
+                  "others apply during one step of yours, and a slow step sees many",
+                  "陈旧度不是其他工作器的个数：它数的是你的一步之中其他工作器应用的更新，"
+                  "慢的一步会看到很多次")
+    elif slow != want[0] and slow * 2 == want[0]:
+        hint = tr("both fast workers update during the slow worker's step: count both",
+                  "慢的工作器那一步里，两个快的工作器都在更新：两个都要数")
+    elif slow != want[0]:
+        hint = tr("during one 3 ms step of worker 2, each fast worker finishes about three "
+                  "of its 1 ms steps (each also pulls and pushes)",
+                  "worker 2 的一步 3 毫秒里，每个快的工作器大约完成三步 1 毫秒的计算（每步还"
+                  "要拉取和推送）")
+    else:
+        hint = tr("during a fast step the other fast worker updates about once; the slow one "
+                  "only now and then", "快的一步里，另一个快的工作器大约更新一次；慢的那个"
+                  "只是偶尔更新")
+    raise CheckFailed(tr(f"you predicted (slow, fast) = ({slow}, {fast}); the simulated "
+                         f"gradients were mostly {want} updates stale",
+                         f"你预测（慢，快）=（{slow}, {fast}）；模拟中的梯度大多陈旧 {want} "
+                         "次更新"), hint)
+
+
+BATCH_OPTIONS = {
+    "a": tr("larger batches give less noisy gradients", "更大的批次给出噪声更小的梯度"),
+    "b": tr("fewer workers in flight: fewer updates between a gradient's read and its apply",
+            "在飞行中的工作器更少：梯度读取和应用之间的更新更少"),
+    "c": tr("the ps NIC carries fewer bytes", "参数服务器网卡传的字节更少"),
+    "d": tr("the learning rate grows with the batch", "学习率随批次增大")}
+BATCH_HINTS = {
+    "a": tr("each worker's gradient here is exact on its own examples, in both runs: the "
+            "noise did not change; count the updates between a read and its apply",
+            "这里每个工作器的梯度在它自己的样本上都是精确的，两次运行都一样：噪声没有变；"
+            "数一数读取和应用之间的更新"),
+    "c": tr("the NIC is far from busy in both runs (a model of 8 weights)",
+            "两次运行中网卡都远没有忙起来（一个只有 8 个权重的模型）"),
+    "d": tr("the learning rate is 0.3 in both runs", "两次运行的学习率都是 0.3")}
+
+
+def check_batches_why(module):
+    return check_choice("why_larger_batches_help", module.why_larger_batches_help(),
+                        BATCH_OPTIONS, "b", BATCH_HINTS,
+                        tr("staleness is about the number of workers in flight minus one: 2 "
+                           "workers of 64 examples leave a gradient at most 1 update stale, 8 "
+                           "of 16 about 7", "陈旧度大约是飞行中的工作器数减一：2 个 64 样本的"
+                           "工作器让梯度至多陈旧 1 次更新，8 个 16 样本的大约 7 次"))
+
+
 CHECKS = [
     Check("tokens", "tokens_per_step",
           tr("tokens after each step", "每步之后的令牌数"), check_tokens),
@@ -270,4 +369,10 @@ CHECKS = [
     Check("applied", "predict_applied",
           tr("whose gradients are applied when the chief straggles",
              "主节点掉队时谁的梯度被应用"), check_applied),
+    Check("staleness", "predict_staleness",
+          tr("the staleness of a slow and a fast worker's gradients",
+             "慢工作器和快工作器梯度的陈旧度"), check_staleness),
+    Check("batches_why", "why_larger_batches_help",
+          tr("why_larger_batches_help: fewer, larger batches against staleness",
+             "why_larger_batches_help：用更少、更大的批次对付陈旧梯度"), check_batches_why),
 ]

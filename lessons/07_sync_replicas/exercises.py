@@ -59,3 +59,28 @@ def predict_applied():
     with the ps and the workers on MPI ranks (``straggler_mpi.py``).
     """
     raise NotImplementedError("exercise predict_applied: return {worker: gradients applied}")
+
+
+def predict_staleness():
+    """Exercise 6 (★★): asynchronous training on three workers whose steps take 1, 1 and
+    3 ms (``train_on_ps(workers=3, mode="async", steps=24, step_us=[1000, 1000, 3000],
+    learning_rate=0.05)``), a configuration section 1 has not drawn. A gradient's staleness
+    is the number of updates the others applied between its read and its own update. What
+    staleness do the slow worker 2's gradients have most often, and what staleness do the
+    fast worker 0's? Return the pair ``(slow, fast)`` of ints.
+    """
+    raise NotImplementedError("exercise predict_staleness: return (slow, fast)")
+
+
+def why_larger_batches_help():
+    """Exercise 6b (★): section 1 trains 128 examples a round in two ways, 8 workers of 16
+    examples each and 2 workers of 64 (each step's compute grows with its batch), both with
+    learning rate 0.3. The first diverges, the second converges. Why? Return one letter:
+
+    - ``"a"``: larger batches give less noisy gradients;
+    - ``"b"``: with fewer workers in flight, fewer updates land between a gradient's read
+      of the variables and its own update: its staleness falls;
+    - ``"c"``: the ps NIC carries fewer bytes;
+    - ``"d"``: the learning rate grows with the batch.
+    """
+    raise NotImplementedError("exercise why_larger_batches_help: return 'a', 'b', 'c' or 'd'")

@@ -83,6 +83,34 @@ def test_why_backups_help_is_a_checked_choice(answer, message, hint):
     assert_outcome(r, message, hint)
 
 
+@pytest.mark.parametrize("answer, message, hint", [
+    # issue 28: the asynchronous half, on workers section 1 has not drawn
+    ((6, 1), None, None),
+    ((2, 2), "you predicted (slow, fast) = (2, 2); the simulated gradients were mostly (6, 1) "
+     "updates stale", "staleness is not the number of other workers"),
+    ((3, 1), "you predicted (slow, fast) = (3, 1)", "both fast workers update during"),
+    ((4, 1), "you predicted (slow, fast) = (4, 1)", "during one 3 ms step of worker 2"),
+    ((6, 2), "you predicted (slow, fast) = (6, 2)", "during a fast step the other fast"),
+    (6, "predict_staleness returned 6, expected a pair of ints", "return (staleness of"),
+])
+def test_predict_staleness_is_checked_against_the_simulation(answer, message, hint):
+    r = LESSON.result("predict_staleness", f"def predict_staleness():\n    return {answer!r}")
+    assert_outcome(r, message, hint)
+
+
+@pytest.mark.parametrize("answer, message, hint", [
+    ("b", None, None),
+    ("a", "why_larger_batches_help: 'a' (larger batches give less noisy gradients) is not why",
+     "each worker's gradient here is exact on its own examples"),
+    ("c", "'c' (the ps NIC carries fewer bytes) is not why", "the NIC is far from busy"),
+    ("d", "'d' (the learning rate grows with the batch)", "the learning rate is 0.3 in both"),
+])
+def test_why_larger_batches_help_is_a_checked_choice(answer, message, hint):
+    r = LESSON.result("why_larger_batches_help",
+                      f"def why_larger_batches_help():\n    return {answer!r}")
+    assert_outcome(r, message, hint)
+
+
 NOTEBOOK_TEXT = ["one worker: final loss 1.9e-06, four workers: 5.2",
                  "sync_token_q",
                  "worker 2: 5 steps, 0 gradients applied, 5 dropped",
@@ -92,10 +120,16 @@ NOTEBOOK_TEXT = ["one worker: final loss 1.9e-06, four workers: 5.2",
                  # section 3 on 4 MPI ranks, and exercise 5 (straggler_mpi.py) on the stub
                  "4 MPI rank(s): ['worker 2: 5 steps, 0 gradients applied, 5 dropped",
                  "the same trace on 1 and 4 MPI ranks, byte for byte: True",
-                 "straggler_mpi: ✗ not done yet: exercise predict_applied"]
+                 "straggler_mpi: ✗ not done yet: exercise predict_applied",
+                 # section 1's batch sizes against staleness, exercise 6's real-TF straggler
+                 "8 workers x 16 examples: final loss 2.47e+06, staleness",
+                 "2 workers x 64 examples: final loss 0.000983, staleness {0: 6, 1: 6}",
+                 "real TF  {'worker 0': [",
+                 "simdist  {'worker 0': [0, 1, 0, 0, 1, 0, 0, 1, 0], 'worker 1': [3, 3, 2]}"]
 
 
 @pytest.mark.notebook
+@pytest.mark.realtf
 @pytest.mark.timeout(300)
 def test_notebook_runs_top_to_bottom(monkeypatch):
     text, images = run_notebook(ROOT / "notebooks" / "07_sync_replicas.ipynb", monkeypatch,
