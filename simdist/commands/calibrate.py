@@ -215,7 +215,7 @@ def costs_table(kind_fit) -> str:
 def _fit_with_progress(fit, kind, rows):
     """``fit(kind, rows, on_progress=...)`` with a progress bar on stderr, its count the
     simulations done."""
-    from simdist.commands.progress import ProgressBar
+    from simdist.commands.real_measure import ProgressBar  # the bar the commands share
 
     bar = ProgressBar(1, stream=sys.stderr)
     label = f"fitting {kind.name}: simulating the rows"
