@@ -293,7 +293,9 @@ def _no_row(name: str, rows) -> str:
         return ("every row is a steady step time (step_ms, step_s or examples_per_s), none "
                 "a run's or an epoch's")
     if name == "input_kb_ns":
-        return "every row's input_bytes is 0"
+        if not any(r.input_bytes for r in rows):
+            return "every row's input_bytes is 0"
+        return "its input takes under 0.1% of every row's time (few bytes an example)"
     if name in ("network_byte_time", "intra_byte_time"):
         many = [r for r in rows if (r.machines if name == "network_byte_time" else r.gpus) > 1]
         if not many:
