@@ -119,7 +119,8 @@ def launch(job: dict, envs: list[dict], timeout: float, on_step=None,
                     # dying with the launcher if it dies without its ``finally``
                     procs.append(subprocess.Popen(
                         [sys.executable, *worker, str(tmp)],
-                        env={**os.environ, **env, "TF_CONFIG": configs[f"worker:{i}"]},
+                        env={**os.environ, **env, "TF_CONFIG": configs[f"worker:{i}"],
+                             "TMPDIR": str(tmp)},  # AutoGraph's files go with tmp
                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                         preexec_fn=net.preexec_fn()))
             _watch(procs, tmp, deadline, timeout, on_step)

@@ -1,21 +1,12 @@
-"""A localhost TF cluster of several processes, reachable from this machine only.
+"""A localhost TF cluster of several processes, reachable from this machine only (every
+TF server runs in a ``realdist.runtime.private_network.PrivateNetwork``).
 
-TF's gRPC server (``tf.distribute.Server``, and the one MultiWorkerMirroredStrategy starts
-from ``TF_CONFIG``) is unauthenticated, and it listens on every interface whatever host the
-cluster spec names: TF 2.21's ``GrpcServer::Init`` binds ``"0.0.0.0:" + port`` (gRPC makes
-that the dual-stack ``[::]``), and neither ``ServerDef`` nor ``ConfigProto`` has a
-bind-address option. So every TF server realdist starts runs in a ``PrivateNetwork``: a
-Linux network namespace (with a user namespace that maps the user to itself, when not root)
-whose only interface is its own loopback, held by a small holder process; ``preexec_fn``
-moves each new process into it. Where no namespace can be made (not Linux, a container
-that forbids them), ``isolated`` is False, ``reason`` says why and a warning on stderr says
-that the servers listen on every interface of the machine.
-
-``run_cluster`` starts a launcher (this module's ``main``, no TensorFlow) in a private
-network; it picks a free port per task and starts each task as ``python -c PRELUDE + code``
-(``realdist.runtime.processes``; ``CLUSTER``, the cluster dict with ``127.0.0.1:PORT``
-addresses, and ``TASK``, its name, are defined for it), watches them and reports what they
-emitted. Server tasks serve until every client task has ended. A task that fails (a client,
+``run_cluster`` starts a launcher (this module's ``main``) in a private network; it picks a
+free port per task, imports TensorFlow once and forks each task from itself
+(``realdist.runtime.forkstart``; ``DISTLAB_FORK_TASKS=0``: each a fresh ``python -c``), to
+run ``PRELUDE + code`` (``realdist.runtime.processes``; ``CLUSTER``, the cluster dict with
+``127.0.0.1:PORT`` addresses, and ``TASK``, its name, are defined for it), watches them and
+reports what they emitted. Server tasks serve until every client task has ended. A task that fails (a client,
 or a server not ``survivable``) or stays stopped (SIGSTOP) ends the run (UnavailableError
 naming the first to fail, with the end of its log: ``realdist.runtime.watch``), one that
 hangs ends it at the timeout (DeadlineExceededError), and every process is killed in a
@@ -28,7 +19,8 @@ line (the first ``start_line`` a task emits: its ``time.monotonic_ns``) and star
 ``down_ms`` later, the same command on the same port, with ``DISTLAB_INCARNATION`` = 1, 2...
 in its environment; a restarted task's output is ``outputs["TASK#1"]`` and so on, and
 ``report["failures"]`` says when (``time.monotonic_ns``) each task was killed, restarted,
-and serving again (its port listening: a TF process takes seconds to import TensorFlow).
+and serving again (its port listening: a forked task serves within a second, a fresh
+Python takes seconds to import TensorFlow).
 A task may also order a failure of a server task at once: it appends ``{"task": "worker:1",
 "down_ms": 1000}`` (null: never restarted) as a line to the file ``CONTROL`` (a path
 defined for it), e.g. when it sees that worker inside a function.
@@ -36,13 +28,8 @@ defined for it), e.g. when it sees that worker inside a function.
 
 from __future__ import annotations
 
-import ctypes
-import fcntl
 import json
-import os
-import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -54,6 +41,8 @@ from typing import NamedTuple
 from simdist.base import errors
 from simdist.base.processes import die_with_parent
 
+from realdist.runtime import forkstart
+from realdist.runtime.private_network import PrivateNetwork
 from realdist.runtime.processes import (MARK, PRELUDE, child_env, free_ports, kill_group, log_tail,
                                         read_outputs)
 from realdist.runtime.tempdirs import owned_tempdir
@@ -63,113 +52,8 @@ from realdist.runtime.watch import ProcessWatch, check_failed, check_stopped
 # 2-3 s of each process's start-up that these programs, which use no Keras, do without.
 LEAN_IMPORT = ("import sys\nsys.modules['keras.src.optimizers'] = None\n"
                "sys.modules['tf_keras.src.optimizers'] = None\n")
-CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
-
-
-# ----------------------------------------------------------------- the private network
-
-#: the holder, its ``lo`` up (``_unshare``): says READY, waits for stdin to close
-_HOLDER = "import sys\nprint('READY', flush=True)\nsys.stdin.read()\n"
-
-
-def _libc():
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _loopback_up() -> None:
-    """Bring ``lo`` up (a new network namespace starts with it down)."""
-    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        request = struct.pack("16sH", b"lo", 0)
-        flags = struct.unpack("16sH", fcntl.ioctl(sock, siocgifflags, request)[:18])[1]
-        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH", b"lo", flags | iff_up))
-
-
-def _unshare() -> None:
-    """In the holder, before exec: a new network namespace (and user namespace if needed)
-    with ``lo`` up, while the holder still has its capabilities there (a user other than
-    root loses them at exec)."""
-    die_with_parent()
-    uid, gid = os.getuid(), os.getgid()
-    flags = CLONE_NEWNET if uid == 0 else CLONE_NEWUSER | CLONE_NEWNET
-    if _libc().unshare(flags) != 0:
-        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-    if uid != 0:  # map the user to itself, so that files it writes are the user's
-        for name, text in (("uid_map", f"{uid} {uid} 1"), ("setgroups", "deny"),
-                           ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w") as f:
-                f.write(text)
-    _loopback_up()
-
-
-class PrivateNetwork:
-    """A network namespace with only a loopback, for the duration of a ``with`` block."""
-
-    def __init__(self):
-        self.isolated, self.reason, self._holder = False, "", None
-
-    def __enter__(self) -> PrivateNetwork:
-        self._start()
-        if not self.isolated:
-            print(f"realdist: warning: {self.reason}; TF's servers listen on every network "
-                  "interface of this machine during this run (their worker service is "
-                  "unauthenticated)", file=sys.stderr, flush=True)
-        return self
-
-    def _start(self) -> None:
-        if not sys.platform.startswith("linux"):
-            self.reason = f"network namespaces are Linux only (this is {sys.platform})"
-            return
-        try:
-            self._holder = subprocess.Popen([sys.executable, "-c", _HOLDER],
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, text=True,
-                                            preexec_fn=_unshare)
-            line = self._holder.stdout.readline()
-        except (OSError, subprocess.SubprocessError) as error:
-            self.reason = f"cannot make a network namespace: {error}"
-            self._stop()
-            return
-        if line.strip() != "READY":
-            self.reason = ("the private network's holder did not start: "
-                           f"{self._holder.stderr.read()[-300:].strip() or line!r}")
-            self._stop()
-            return
-        self.isolated = True
-
-    def __exit__(self, *exc) -> None:
-        self._stop()
-
-    def _stop(self) -> None:
-        if self._holder is not None:
-            self._holder.kill()
-            self._holder.wait()
-            for stream in (self._holder.stdin, self._holder.stdout, self._holder.stderr):
-                stream.close()
-            self._holder = None
-
-    def preexec_fn(self):
-        """A ``preexec_fn`` that moves a new process into this network (and dies with its
-        parent), or only the latter when the network is not isolated."""
-        if not self.isolated:
-            return die_with_parent
-        pid, user = self._holder.pid, os.getuid() != 0
-
-        def join():
-            die_with_parent()
-            libc = _libc()
-            for kind, flag in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET)):
-                if kind == "user" and not user:
-                    continue
-                fd = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY)
-                try:
-                    if libc.setns(fd, flag) != 0:
-                        raise OSError(ctypes.get_errno(), f"setns {kind}: "
-                                      f"{os.strerror(ctypes.get_errno())}")
-                finally:
-                    os.close(fd)
-
-        return join
+#: what a task imports first (PRELUDE's imports), imported once by a launcher that forks them
+IMPORTS = "import json, os, sys\nimport numpy as np\nimport tensorflow as tf\n"
 
 
 # ----------------------------------------------------------------------- the cluster
@@ -298,24 +182,32 @@ def launch(job: dict) -> dict:
     tasks = {t["name"]: Task(**t) for t in job["tasks"]}
     deadline = time.monotonic() + job["timeout"]
     seen: set[str] = set()
+    keras = any(t.keras for t in tasks.values())
+    keras_env = {"TF_USE_LEGACY_KERAS": "1"} if keras else {}
+    fork = forkstart.enabled()
     with owned_tempdir("realdist-cluster-") as tmp:
         tmp = Path(tmp)
         procs, runs = {}, []  # runs: (output name, task name) of every process started
+        if fork:  # TensorFlow imported once, here; each task forked from this process
+            forkstart.preload(("" if keras else LEAN_IMPORT) + IMPORTS,
+                              {**child_env(tmp), **keras_env})
 
         def start(name, incarnation=0):
             task = tasks[name]
             code = (("" if task.keras else LEAN_IMPORT) + PRELUDE
                     + "CLUSTER = json.loads(sys.argv[1])\n" + f"TASK = {task.name!r}\n"
                     + f"CONTROL = {str(schedule.control)!r}\n" + task.code)
-            keras = {"TF_USE_LEGACY_KERAS": "1"} if task.keras else {}
+            env = {**child_env(tmp), **keras_env, "DISTLAB_INCARNATION": str(incarnation)}
             label = name if incarnation == 0 else f"{name}#{incarnation}"
             with open(tmp / f"{label}.out", "wb") as out, \
                     open(tmp / f"{label}.log", "wb") as err:
-                procs[name] = subprocess.Popen(
-                    [sys.executable, "-c", code, json.dumps(cluster)], stdout=out,
-                    stderr=err, env={**child_env(), **keras,
-                                     "DISTLAB_INCARNATION": str(incarnation)},
-                    preexec_fn=die_with_parent)
+                if fork:
+                    procs[name] = forkstart.start(code, [json.dumps(cluster)], env, out, err,
+                                                  label)
+                else:
+                    procs[name] = subprocess.Popen(
+                        [sys.executable, "-c", code, json.dumps(cluster)], stdout=out,
+                        stderr=err, env=env, preexec_fn=die_with_parent)
             runs.append((label, name))
             watch.add(label, name, procs[name])
 

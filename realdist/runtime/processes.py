@@ -29,12 +29,16 @@ def emit(key, value):
 """
 
 
-def child_env() -> dict:
+def child_env(tmpdir=None) -> dict:
     """This process's environment for a TF child: C++ logs on (placement lines), gRPC failing
-    fast, no GPU, and no inherited ``TF_CONFIG``."""
+    fast, no GPU, and no inherited ``TF_CONFIG``. ``tmpdir``: the child's ``TMPDIR``, a
+    folder its launcher removes, so that what the child leaves there (AutoGraph's
+    ``__autograph_generated_file*.py``, which a SIGKILLed process never deletes) goes too."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0", GRPC_FAIL_FAST="use_caller",
                CUDA_VISIBLE_DEVICES="-1")
     env.pop("TF_CONFIG", None)
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     return env
 
 

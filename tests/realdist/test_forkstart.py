@@ -1,0 +1,88 @@
+"""Tasks forked from a launcher that imported TensorFlow once (realdist/runtime/forkstart.py):
+a forked child gets what ``python -c CODE ARGS`` with ``subprocess.Popen`` would (its
+environment, ``TMPDIR`` included, its argv, its stdout and stderr, exit statuses as the
+interpreter gives them, its non-daemon threads waited for), bears the task's name, and a
+localhost cluster's task runs forked, its temporary files in its launcher's folder."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from realdist.runtime import forkstart
+from realdist.runtime.localcluster import Task, run_cluster
+
+
+def _run(tmp_path, code, args=(), env=None, name="worker:0"):
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        child = forkstart.start(code, list(args), env or {"PATH": os.environ["PATH"]},
+                                out, err, name)
+    code = child.wait()
+    return code, (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
+
+
+def test_a_forked_child_gets_its_environment_argv_name_and_files(tmp_path):
+    code = ("import os, sys, tempfile\n"
+            "print(sys.argv, os.environ['X'], os.environ.get('HOME'), tempfile.gettempdir())\n"
+            "print(open('/proc/self/comm').read().strip(), __name__)\n"
+            "print('to stderr', file=sys.stderr)")
+    status, out, err = _run(tmp_path, code, ["a", "b"], {"X": "1", "TMPDIR": str(tmp_path)},
+                            name="a-very-long-task-name")
+    assert status == 0
+    assert out.splitlines() == [f"['-c', 'a', 'b'] 1 None {tmp_path}",
+                                "a-very-long-tas __main__"]  # the kernel keeps 15 bytes
+    assert err == "to stderr\n"
+    assert os.environ.get("X") is None  # the parent's environment is untouched
+
+
+@pytest.mark.parametrize("code, status, err", [
+    ("import sys\nsys.exit(3)", 3, ""),
+    ("import sys\nsys.exit('bye')", 1, "bye\n"),
+    ("raise ValueError('broken')", 1, "ValueError: broken"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", -signal.SIGKILL, ""),
+])
+def test_a_forked_child_ends_as_the_interpreter_would(tmp_path, code, status, err):
+    got, _, stderr = _run(tmp_path, code)
+    assert got == status and err in stderr
+    if "ValueError" in code:  # the traceback starts at the task's code, as python -c's
+        assert stderr.startswith('Traceback (most recent call last):\n  File "<string>"')
+
+
+def test_a_forked_child_waits_for_its_non_daemon_threads(tmp_path):
+    code = ("import threading, time\n"
+            "threading.Thread(target=lambda: (time.sleep(0.3), print('late'))).start()\n"
+            "print('main done')")
+    began = time.monotonic()
+    status, out, _ = _run(tmp_path, code)
+    assert status == 0 and out.splitlines() == ["main done", "late"]
+    assert time.monotonic() - began >= 0.3
+
+
+def test_a_forked_child_is_polled_and_killed_as_popen(tmp_path):
+    with open(tmp_path / "out", "wb") as out:
+        child = forkstart.start("import time\ntime.sleep(60)", [], {}, out, out, "sleeper")
+    assert child.poll() is None
+    child.kill()
+    assert child.wait() == -signal.SIGKILL and child.poll() == -signal.SIGKILL
+
+
+def test_tasks_fork_only_where_asked(monkeypatch):
+    monkeypatch.setenv("DISTLAB_FORK_TASKS", "0")
+    assert not forkstart.enabled()
+    monkeypatch.delenv("DISTLAB_FORK_TASKS")
+    assert forkstart.enabled()
+
+
+@pytest.mark.realtf
+@pytest.mark.timeout(120)
+def test_a_cluster_task_is_forked_and_its_temporary_files_go_with_its_launcher():
+    code = ("import tempfile\nemit('tmp', tempfile.gettempdir())\n"
+            "emit('name', open('/proc/self/comm').read().strip())\n"
+            "emit('tf', tf.constant(2.0).numpy().item() if tf.executing_eagerly() else None)")
+    out = run_cluster({}, [Task("main", code)], timeout=100)["outputs"]["main"]
+    # AutoGraph's files, which a SIGKILLed task never deletes, go with the launcher's folder
+    assert os.path.basename(out["tmp"]).startswith("realdist-cluster-")
+    assert not os.path.exists(out["tmp"])
+    assert out["name"] == "main"  # forked from the launcher, named after its task
+    assert out["tf"] is None  # PRELUDE's graph mode, set in the task, not in the launcher
