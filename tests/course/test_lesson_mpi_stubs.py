@@ -21,6 +21,7 @@ PROGRAMS = {
     "10_parameter_server_strategy/coordinator_mpi.py": "register_functions",
     "11_tpu/slice_mpi.py": "ici_bytes_per_chip",
     "12_evaluation/sidecar_mpi.py": "predict_sidecar",
+    "13_failures/restart_mpi.py": "predict_restart_epoch",
 }
 
 
