@@ -5,7 +5,9 @@ The learner's ``split_batch`` is compared with TF's rule (``simdist.distribute.i
 ``replica_step`` runs inside simdist's OneDeviceStrategy, MirroredStrategy (1 to 4 replicas)
 and CentralStorageStrategy on batches that do not split evenly, and every run must end with
 the weights of the default strategy (one device, the whole batch); ``predict_step_bytes`` is
-compared with the bytes the simulator moves in one step of each strategy.
+compared with the bytes the simulator moves in one step of each strategy;
+``predict_reported_loss`` with the loss a simulated MirroredStrategy reports when its replicas
+add an L2 penalty, scaled four ways.
 """
 
 import functools
@@ -20,14 +22,16 @@ from simdist.distribute.input_lib import split_global_batch
 from simdist.training.data import classification
 from simdist.distribute import (CentralStorageStrategy, HierarchicalCopyAllReduce,
                                 MirroredStrategy, NcclAllReduce, OneDeviceStrategy, PerReplica,
-                                ReductionToOneDevice, Strategy)
+                                ReductionToOneDevice, Strategy, compute_average_loss,
+                                scale_regularization_loss)
 from course.lang import join
 from course.lessons import Check, CheckFailed, tr
 
 from simdist.training.models import make_model
 from simdist.hardware.units import format_bytes
 
-DIFFICULTY = {"split_batch": 1, "replica_step": 2, "predict_step_bytes": 2}
+DIFFICULTY = {"split_batch": 1, "replica_step": 2, "predict_step_bytes": 2,
+              "predict_reported_loss": 2}
 
 # -- exercise 1: split_batch ------------------------------------------------------------------
 
@@ -537,6 +541,102 @@ def check_bytes(scenario, ex) -> str:
               f"总共 {format_bytes(want_total)}，最多者 {format_bytes(want_busiest)}")
 
 
+# -- exercise 4: predict_reported_loss --------------------------------------------------------
+
+L2 = np.float32(0.01)
+#: (replicas, global batch, scaling): section 3 draws 4 replicas on 10 examples, scaled by
+#: scale_regularization_loss and not at all; these are other counts, and the other two ways
+REG_CASES = ((3, 7, "scale_regularization_loss"), (3, 7, "none"), (4, 6, "per_example"),
+             (2, 5, "global_batch"), (5, 12, "none"), (5, 12, "per_example"))
+REG_HINTS = {
+    "scale_regularization_loss": (
+        tr("scale_regularization_loss divides the penalty by num_replicas_in_sync: the N "
+           "replicas' shares add up to it once",
+           "scale_regularization_loss 把惩罚项除以 num_replicas_in_sync：N 个副本的份额加起来"
+           "正好是它一次"), tr("data_loss + R", "data_loss + R")),
+    "none": (tr("every replica adds the whole penalty and the strategy SUMs the replicas' "
+                "losses: it counts once per replica",
+                "每个副本都加上整个惩罚项，而策略对各副本的损失求和：它被计了副本数那么多次"),
+             tr("data_loss + num_replicas x R", "data_loss + num_replicas x R")),
+    "per_example": (tr("R added to each example is divided by the global batch with it: a "
+                       "replica of n_r examples adds n_r x R / B, and the n_r add up to B",
+                       "加到每个样本上的 R 和样本一起除以全局批次：有 n_r 个样本的副本加上 "
+                       "n_r x R / B，而各 n_r 加起来是 B"),
+                    tr("data_loss + R, however the batch was split (empty replicas add "
+                       "nothing)", "data_loss + R，无论批次怎样切分（空副本什么也不加）")),
+    "global_batch": (tr("each replica adds R / B, and there are N of them",
+                        "每个副本加上 R / B，一共有 N 个副本"),
+                     tr("data_loss + num_replicas x R / global_batch_size",
+                        "data_loss + num_replicas x R / global_batch_size")),
+}
+
+
+def replica_loss(model, w, x, y, b, n, scaling):
+    """One replica's loss with an L2 penalty added the way ``scaling`` says (TF's calls)."""
+    per_example = model.per_example_loss(w, x, y)
+    penalty = L2 * np.float32(sum(np.sum(np.square(v), dtype=np.float32) for v in w.values()))
+    data = compute_average_loss(per_example, b)
+    if scaling == "scale_regularization_loss":
+        return data + scale_regularization_loss(penalty, n)
+    if scaling == "none":
+        return data + penalty
+    if scaling == "per_example":
+        return compute_average_loss(per_example + penalty, b)
+    return data + penalty / np.float32(b)
+
+
+@functools.cache
+def reported_loss(replicas: int, batch: int, scaling: str) -> tuple:
+    """(data loss, penalty, reported loss): one step's losses of ``replicas`` simulated
+    MirroredStrategy replicas on the first ``batch`` examples of the check's problem."""
+    model, _ = problem()
+    data = classification(n=batch, features=8, classes=4, seed=SEED)
+    w0 = model.init(SEED)
+    hw = Hardware.from_catalog(HardwareCatalog.default(), "cpu",
+                               Layout(tasks_per_machine=1, devices_per_task=replicas))
+
+    def main(ctx):
+        strategy = MirroredStrategy(ctx)
+        with strategy.scope():
+            variables = strategy.variables(w0)
+        (x, y), = strategy.experimental_distribute_dataset([(data.x, data.y)])
+        loss = yield from strategy.run(
+            lambda xr, yr, w: replica_loss(model, w, xr, yr, batch, replicas, scaling),
+            args=(x, y, variables))
+        return float((yield from strategy.reduce(ReduceOp.SUM, loss)))
+
+    reported = simulate({"worker": 1}, main, hardware=hw, trace=False).returns["worker:0"]
+    mean = float(model.per_example_loss(w0, data.x, data.y).mean())
+    penalty = float(L2 * sum(np.sum(np.square(v)) for v in w0.values()))
+    return mean, penalty, reported
+
+
+def check_reported_loss(ex) -> str:
+    for replicas, batch, scaling in REG_CASES:
+        mean, penalty, reported = reported_loss(replicas, batch, scaling)
+        answer = ex.predict_reported_loss(mean, penalty, replicas, batch, scaling)
+        case = tr(f"{replicas} replicas, global batch {batch}, scaling {scaling!r} (data loss "
+                  f"{mean:.5f}, penalty R {penalty:.5f})",
+                  f"{replicas} 个副本，全局批次 {batch}，缩放方式 {scaling!r}（数据损失 "
+                  f"{mean:.5f}，惩罚项 R {penalty:.5f}）")
+        try:
+            value = float(answer)
+        except (TypeError, ValueError):
+            raise CheckFailed(tr(f"{case}: predict_reported_loss returned {_short(answer)}, "
+                                 "not a number", f"{case.zh}：predict_reported_loss 返回了 "
+                                 f"{_short(answer)}，不是一个数"),
+                              tr("return the summed loss as a float", "以 float 返回求和后的损失"))
+        if not np.isclose(value, reported, rtol=1e-4, atol=1e-7):
+            raise CheckFailed(tr(f"{case}: you predicted {value:.5f}, the simulated "
+                                 f"MirroredStrategy reports {reported:.5f}",
+                                 f"{case.zh}：你预测 {value:.5f}，模拟的 MirroredStrategy "
+                                 f"报告 {reported:.5f}"), *REG_HINTS[scaling])
+    return tr(f"the reported loss of {len(REG_CASES)} runs: the penalty counted once with "
+              "scale_regularization_loss or per example, once per replica without",
+              f"{len(REG_CASES)} 次运行报告的损失：用 scale_regularization_loss 或按样本加时惩罚项"
+              "计一次，不缩放时每个副本计一次")
+
+
 # -- the list that simdist check runs -----------------------------------------------------------
 
 CHECKS = [
@@ -556,4 +656,9 @@ CHECKS = [
     Check(f"bytes_{i + 1}", "predict_step_bytes", scenario_title(*s[:2]),
           functools.partial(check_bytes, s))
     for i, s in enumerate(SCENARIOS)
+] + [
+    Check("reported_loss", "predict_reported_loss",
+          tr("predict_reported_loss: an L2 penalty scaled four ways, summed over the replicas",
+             "predict_reported_loss：以四种方式缩放的 L2 惩罚项，对各副本求和"),
+          check_reported_loss),
 ]

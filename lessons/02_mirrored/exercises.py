@@ -83,3 +83,29 @@ def predict_step_bytes(strategy, replicas, nbytes):
     """
     raise NotImplementedError("exercise predict_step_bytes: return (total bytes, bytes sent "
                               "by the busiest device)")
+
+
+def predict_reported_loss(data_loss, regularization_loss, num_replicas, global_batch_size,
+                          scaling):
+    """Exercise 4 (★★): predict the loss that ``strategy.reduce(SUM, ...)`` reports when every
+    replica adds a regularization loss.
+
+    ``num_replicas`` replicas of MirroredStrategy train on a global batch of
+    ``global_batch_size`` examples, split as TF splits it. ``data_loss`` is the mean
+    per-example loss over the whole global batch (what one device computes, with no
+    penalty); ``regularization_loss`` is the penalty R = l2 * sum(w ** 2), which every
+    replica computes from its own (identical) copy of the weights. Each replica's loss is
+    built one of four ways (``scaling``):
+
+    - ``"scale_regularization_loss"``: ``compute_average_loss(per_example, B)
+      + tf.nn.scale_regularization_loss(R)``;
+    - ``"none"``: ``compute_average_loss(per_example, B) + R``;
+    - ``"per_example"``: ``compute_average_loss(per_example + R, B)`` (R added to each of the
+      replica's examples first);
+    - ``"global_batch"``: ``compute_average_loss(per_example, B) + R / B``.
+
+    Return the number the loop prints: the SUM over the replicas of their losses. The
+    gradient of the penalty is scaled the same way, so your answer also says how strongly
+    the weights decay.
+    """
+    raise NotImplementedError("exercise predict_reported_loss: return the summed loss")

@@ -13,7 +13,8 @@ import numpy as np
 import simdist.graph as sim
 from course.lessons import Check, CheckFailed, tr
 
-DIFFICULTY = {"split_devices": 1, "predict_placement": 2, "ordered_sum": 1, "gpu_plan": 2}
+DIFFICULTY = {"split_devices": 1, "predict_placement": 2, "ordered_sum": 1, "gpu_plan": 2,
+              "inter_op_threads": 2}
 
 LOCAL = "/job:localhost/replica:0/task:0/device:"
 QUIZ_OPS = ("a", "b", "c", "v", "d", "e")
@@ -284,6 +285,133 @@ def check_gpu_plan(module):
               f"{shares}", f"三个进程都能启动，每个只看到一块 GPU，上限正好是它所需的：{shares}")
 
 
+# -- exercise 5 ------------------------------------------------------------------------------
+
+#: why a session of a scenario gets its pool: the hint when its prediction is wrong
+POOL_HINTS = {
+    "global": (tr("by default every session of a process shares one global inter-op pool",
+                  "默认情况下，一个进程的所有会话共用一个全局 inter-op 线程池"),
+               tr("the first session that uses it creates it with its inter_op_parallelism_"
+                  "threads (0: one thread per core); a later session's own value is ignored",
+                  "第一个用它的会话按自己的 inter_op_parallelism_threads 创建它（0：每个核一个"
+                  "线程）；之后的会话自己的设置被忽略")),
+    "per_session": (tr("use_per_session_threads gives the session a pool of its own",
+                       "use_per_session_threads 让会话拥有自己的线程池"),
+                    tr("its size is the session's inter_op_parallelism_threads (0: one per "
+                       "core), and it does not touch the global pool",
+                       "大小是会话自己的 inter_op_parallelism_threads（0：每个核一个），"
+                       "也不会动全局线程池")),
+    "pool": (tr("session_inter_op_thread_pool lists the session's pools; "
+                "RunOptions.inter_op_thread_pool picks the one a run uses",
+                "session_inter_op_thread_pool 列出会话的各个线程池；"
+                "RunOptions.inter_op_thread_pool 选出一次 run 用哪一个"),
+             tr("num_threads 0 means the session's default: inter_op_parallelism_threads, "
+                "else one per core",
+                "num_threads 为 0 表示会话的默认值：inter_op_parallelism_threads，否则每个核一个")),
+    "named": (tr("a pool with a global_name is the process's pool of that name, shared by "
+                 "every session that names it",
+                 "带 global_name 的线程池是进程里同名的那个线程池，所有写这个名字的会话共用"),
+              tr("the first session that names it sets its size; a later num_threads is "
+                 "ignored", "第一个写这个名字的会话决定它的大小；之后的 num_threads 被忽略")),
+    "caller": (tr("inter_op_thread_pool -1 runs the ops on the caller's thread",
+                  "inter_op_thread_pool 为 -1 时，op 在调用者的线程上运行"),
+               tr("one thread: one op at a time", "一个线程：一次一个 op")),
+}
+
+
+def _pool_scenarios():
+    """(cores, [(config, run_pool, hint key)]): each a fresh process, sessions in order."""
+    config, pool = sim.ConfigProto, sim.ThreadPoolOptionProto
+    return [
+        (8, [(config(inter_op_parallelism_threads=3), 0, "global"),
+             (config(inter_op_parallelism_threads=6), 0, "global"),
+             (config(), 0, "global")]),
+        (2, [(config(), 0, "global"),
+             (config(inter_op_parallelism_threads=4, use_per_session_threads=True), 0,
+              "per_session"),
+             (config(inter_op_parallelism_threads=1), 0, "global")]),
+        (4, [(config(inter_op_parallelism_threads=3, use_per_session_threads=True), -1,
+              "caller"),
+             (config(inter_op_parallelism_threads=5), 0, "global"),
+             (config(use_per_session_threads=True), 0, "per_session")]),
+        (4, [(config(inter_op_parallelism_threads=6,
+                     session_inter_op_thread_pool=[pool(), pool(1, "io")]), 0, "pool"),
+             (config(inter_op_parallelism_threads=6,
+                     session_inter_op_thread_pool=[pool(), pool(1, "io")]), 1, "pool"),
+             (config(session_inter_op_thread_pool=[pool(3, "io")]), 0, "named"),
+             (config(inter_op_parallelism_threads=2), 0, "global")]),
+    ]
+
+
+POOL_OPS = 8  # independent ops of every run, each on its own CPU device
+
+
+def simulated_threads(cores: int, sessions) -> list[int]:
+    """The most ops each session's run runs at once in simdist, the sessions created in a
+    fresh process (its global pools empty) on a machine of ``cores`` cores."""
+    from simdist.graph._sim import runtime
+
+    graph = sim.Graph()
+    with graph.as_default():
+        m = np.ones((32, 32), np.float32)
+        outs = []
+        for i in range(POOL_OPS):
+            with sim.device(f"/cpu:{i}"):
+                outs.append(sim.matmul(sim.constant(m), sim.constant(m), name=f"op{i}"))
+    saved = dict(runtime._PROCESS_POOLS)
+    runtime._PROCESS_POOLS.clear()
+    try:
+        most = []
+        for config, run_pool, _ in sessions:
+            config = sim.ConfigProto(**{**config.__dict__, "device_count": {"CPU": POOL_OPS}})
+            with sim.Session(graph=graph, config=config, machine=sim.Machine(cores=cores)) as s:
+                s.run(outs, options=sim.RunOptions(inter_op_thread_pool=run_pool))
+                spans = [x for x in s.last_trace.spans if x.name.startswith("op")]
+            most.append(max(sum(1 for t in spans if t.start <= x.start < t.end)
+                            for x in spans))
+        return most
+    finally:
+        runtime._PROCESS_POOLS.clear()
+        runtime._PROCESS_POOLS.update(saved)
+
+
+def describe_session(config, run_pool) -> str:
+    """A session's thread options, as they would be written."""
+    parts = [f"inter_op_parallelism_threads={config.inter_op_parallelism_threads}"]
+    if config.use_per_session_threads:
+        parts.append("use_per_session_threads=True")
+    if config.session_inter_op_thread_pool:
+        pools = ", ".join(f"({p.num_threads}, {p.global_name!r})"
+                          for p in config.session_inter_op_thread_pool)
+        parts.append(f"session_inter_op_thread_pool=[{pools}]")
+    return ", ".join(parts) + f"; run on pool {run_pool}"
+
+
+def check_inter_op_threads(module):
+    for k, (cores, sessions) in enumerate(_pool_scenarios(), 1):
+        answer = module.inter_op_threads([(c, p) for c, p, _ in sessions], cores)
+        if not isinstance(answer, (list, tuple)) or len(answer) != len(sessions) or not all(
+                isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in answer):
+            raise CheckFailed(tr(f"inter_op_threads returned {answer!r:.80}; expected a list of "
+                                 f"{len(sessions)} ints, one per session",
+                                 f"inter_op_threads 返回了 {answer!r:.80}；应为 {len(sessions)} "
+                                 "个整数组成的列表，每个会话一个"),
+                              tr("one number per session, in the order they were created",
+                                 "每个会话一个数，按创建顺序"))
+        truth = simulated_threads(cores, sessions)
+        for i, ((config, run_pool, why), mine, real) in enumerate(zip(sessions, answer, truth)):
+            if int(mine) != real:
+                case = describe_session(config, run_pool)
+                raise CheckFailed(
+                    tr(f"process {k} ({cores} cores), session {i} ({case}): you predicted "
+                       f"{int(mine)} ops at once, simdist runs {real}",
+                       f"进程 {k}（{cores} 个核），会话 {i}（{case}）：你预测同时运行 "
+                       f"{int(mine)} 个 op，simdist 运行了 {real} 个"), *POOL_HINTS[why])
+    return tr(f"the threads of every run in {len(_pool_scenarios())} processes, as simdist "
+              "(and TF's DirectSession) give them",
+              f"{len(_pool_scenarios())} 个进程里每次 run 的线程数都与 simdist（和 TF 的 "
+              "DirectSession）一致")
+
 
 CHECKS = [
     Check("split_variables", "split_devices",
@@ -301,4 +429,8 @@ CHECKS = [
     Check("gpu_plan", "gpu_plan",
           tr("gpu_plan: two trainers and an evaluator share two GPUs, each capped",
              "gpu_plan：两个训练进程和一个评估进程共用两块 GPU，各有上限"), check_gpu_plan),
+    Check("inter_op_threads", "inter_op_threads",
+          tr("inter_op_threads: shared, per-session and named inter-op pools",
+             "inter_op_threads：共享的、每会话的和具名的 inter-op 线程池"),
+          check_inter_op_threads),
 ]

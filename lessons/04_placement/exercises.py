@@ -46,3 +46,21 @@ def gpu_plan(tf):
     needs, and the caps on a GPU add up to at most all of it.
     """
     raise NotImplementedError("exercise gpu_plan: return a ConfigProto for each process")
+
+
+def inter_op_threads(sessions, cores):
+    """Exercise 5 (★★): predict how many ops of each run can run at once.
+
+    One fresh Python process, on a machine with ``cores`` cores, creates local sessions one
+    after another and runs each once, right after creating it. ``sessions`` is a list of
+    ``(config, run_pool)`` pairs: the session's ``tf.ConfigProto`` and the
+    ``RunOptions(inter_op_thread_pool=run_pool)`` of its run. Every run's graph has more
+    independent ops, each on its own device, than any pool has threads.
+
+    Return a list of ints, one per session: the most ops its run runs at once, that is the
+    number of threads of the inter-op pool the run uses. Mind ``use_per_session_threads``,
+    ``session_inter_op_thread_pool`` (entries with ``num_threads`` and ``global_name``) and
+    what a session that sets neither gets (section 5).
+    """
+    raise NotImplementedError("exercise inter_op_threads: return the threads of each run's "
+                              "inter-op pool")

@@ -8,6 +8,7 @@ predictions the learner's aggregator client collects with ``simulate_clients``.
 tests/course/test_lesson_06_queues.py runs the padded batches on real TensorFlow too
 (``real_padded_batch_shapes``) and finds the same shapes. Exercise 4's capacity is checked
 in one process here and with the three tasks on MPI ranks in ``pipeline_mpi.py``.
+Exercise 6's step times are a ``tf.data`` pipeline's in simdist (``steady_step_us``).
 """
 
 from functools import lru_cache
@@ -25,7 +26,7 @@ from course.lessons import Check, CheckFailed, tr
 
 
 DIFFICULTY = {"choose_pipeline": 2, "why_capacity_cannot_help": 1, "padded_batch_shape": 1,
-              "aggregator": 3, "choose_capacity": 2}
+              "aggregator": 3, "choose_capacity": 2, "predict_step_time": 2}
 
 # -- exercise 1 ------------------------------------------------------------------------------
 
@@ -453,6 +454,96 @@ def pipeline_ranks(ranks: int) -> str:
     return ", ".join(f"{task} ({role}) on rank {rank}" for (task, role), rank in
                      zip(PIPELINE_TASKS.items(), task_to_rank(len(PIPELINE_TASKS), ranks)))
 
+# -- exercise 6: a tf.data pipeline's steady step ---------------------------------------------
+
+#: (map_us, num_parallel_calls, batch_size, prefetch, train_us): none of them drawn in section
+#: 6 (a 40 us map, batches of 2, prefetch 2 or none); each answer decides one rule
+STEP_CASES = ((50, None, 4, 0, 300),  # no prefetch: the sum
+              (50, None, 4, 1, 300),  # prefetch, the trainer slower: its step
+              (50, 2, 8, 1, 120),  # parallel calls, the input slower: its batch
+              (60, 3, 6, 2, 250),
+              (80, 4, 8, 1, 100))
+STEP_TOLERANCE = 0.05
+
+
+@lru_cache(maxsize=None)
+def steady_step_us(map_us, calls, batch, prefetch, train_us, steps: int = 8) -> float:
+    """A step's time in simdist once the pipeline runs (the median after the first two),
+    in us: the iterator's batch, then a ``timed_py_func`` of ``train_us`` that needs it."""
+    graph = sim.Graph()
+    with graph.as_default():
+        data = sim.data.Dataset.from_tensor_slices(np.ones((batch * steps, 4), np.float32))
+        data = data.map(lambda x: x * 2.0, num_parallel_calls=calls, cost_us=map_us)
+        data = data.batch(batch)
+        if prefetch:
+            data = data.prefetch(prefetch)
+        batch_of = sim.data.make_one_shot_iterator(data).get_next()
+        train = sim.timed_py_func([sim.reduce_sum(batch_of)], duration_us=train_us)
+    durations = []
+    with sim.Session(graph=graph) as sess:
+        for _ in range(steps):
+            sess.run(train)
+            durations.append(sess.last_run.duration)
+    return float(np.median(durations[2:])) / 1000
+
+
+def _step_models(c, k, b, p, t) -> dict:
+    """The step time of each typical wrong rule, and why it is wrong: {name: (us, hint)}."""
+    batch_us, serial_us = b * c / (k or 1), b * c
+    return {
+        "sum": (t + batch_us, tr("prefetch makes the next batch while this step trains: the "
+                                 "step takes the longer of the two, not their sum",
+                                 "prefetch 在这一步训练时制作下一个批次：一步的时间是两者中较长"
+                                 "的那个，而不是两者之和")),
+        "max": (max(t, batch_us), tr("without prefetch nothing runs ahead: the step asks for "
+                                     "its batch, waits until it is made, then trains",
+                                     "没有 prefetch 就没有东西提前运行：一步先要批次，等它做好，"
+                                     "然后才训练")),
+        "serial": ((max(t, serial_us) if p else t + serial_us),
+                   tr("num_parallel_calls map calls run at once: a batch takes batch_size x "
+                      "map_us / num_parallel_calls",
+                      "num_parallel_calls 个 map 调用同时运行：一个批次要 batch_size x map_us / "
+                      "num_parallel_calls")),
+        "element": ((max(t, c / (k or 1)) if p else t + c / (k or 1)),
+                    tr("a step takes a whole batch: batch_size map calls, not one",
+                       "一步要一整个批次：batch_size 次 map 调用，而不是一次",)),
+    }
+
+
+def check_step_time(module):
+    for case in STEP_CASES:
+        c, k, b, p, t = case
+        answer = module.predict_step_time(*case)
+        if not is_number(answer):
+            raise CheckFailed(tr(f"predict_step_time{case} returned {answer!r:.60}; expected "
+                                 "a number of microseconds",
+                                 f"predict_step_time{case} 返回了 {answer!r:.60}；应为一个"
+                                 "微秒数"),
+                              tr("return one number: the steady step time in us",
+                                 "返回一个数：稳定时一步的时间（微秒）"))
+        want = steady_step_us(*case)
+        if abs(float(answer) - want) > max(STEP_TOLERANCE * want, 10):
+            where = tr(f"map {c} us, num_parallel_calls={k}, batch {b}, prefetch {p}, "
+                       f"train {t} us", f"map {c} 微秒，num_parallel_calls={k}，批次 {b}，"
+                       f"prefetch {p}，训练 {t} 微秒")
+            hint = next((why for value, why in _step_models(*case).values()
+                         if abs(float(answer) - value) <= max(STEP_TOLERANCE * want, 10)),
+                        tr("a batch takes batch_size x map_us / num_parallel_calls; without "
+                           "prefetch the step waits for it, with prefetch the two overlap",
+                           "一个批次要 batch_size x map_us / num_parallel_calls；没有 prefetch 时"
+                           "一步要等它，有 prefetch 时两者重叠"))
+            raise CheckFailed(
+                tr(f"{where}: you predicted {float(answer):.0f} us a step, simdist takes "
+                   f"{want:.0f} us", f"{where.zh}：你预测一步 {float(answer):.0f} 微秒，"
+                   f"simdist 用了 {want:.0f} 微秒"), hint,
+                tr("batch = batch_size x map_us / (num_parallel_calls or 1); the step is "
+                   "train_us + batch without prefetch, max(train_us, batch) with it",
+                   "批次 = batch_size x map_us / (num_parallel_calls 或 1)；没有 prefetch 时一步是"
+                   " train_us + 批次，有 prefetch 时是 max(train_us, 批次)"))
+    return tr(f"the steady step of {len(STEP_CASES)} pipelines, within 5% of simdist's",
+              f"{len(STEP_CASES)} 条流水线稳定时的一步，与 simdist 相差不到 5%")
+
+
 CHECKS = [
     Check("pipeline", "choose_pipeline",
           tr("choose_pipeline: starved < 5%, nothing cheaper",
@@ -475,4 +566,8 @@ CHECKS = [
     Check("capacity", "choose_capacity",
           tr("choose_capacity: a queue that carries the trainer through a stall",
              "choose_capacity：能让训练者挺过一次停顿的队列"), check_capacity),
+    Check("step_time", "predict_step_time",
+          tr("predict_step_time: a tf.data pipeline's steady step (prefetch, parallel map)",
+             "predict_step_time：tf.data 流水线稳定时的一步（prefetch、并行 map）"),
+          check_step_time),
 ]

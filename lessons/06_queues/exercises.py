@@ -76,3 +76,18 @@ def choose_capacity():
     trainer and the loader on MPI ranks (``pipeline_mpi.py``).
     """
     raise NotImplementedError("exercise choose_capacity: return the queue's capacity")
+
+
+def predict_step_time(map_us, num_parallel_calls, batch_size, prefetch, train_us):
+    """Exercise 6 (★★): predict a training step fed by ``tf.data``, once it runs steadily.
+
+    The pipeline is ``Dataset.from_tensor_slices(...).map(decode,
+    num_parallel_calls=num_parallel_calls).batch(batch_size)``, then ``.prefetch(prefetch)``
+    when ``prefetch`` is at least 1 (0: no prefetch stage). One ``decode`` call takes
+    ``map_us`` microseconds (``num_parallel_calls`` None: one call at a time; k: k calls at
+    once). Each training step asks the iterator for its batch, then trains for ``train_us``
+    microseconds. Return how long one step takes, in microseconds, once the pipeline runs
+    steadily (not the first step). The step's own small ops add a few microseconds: the
+    check accepts 5% (or 10 us) either way.
+    """
+    raise NotImplementedError("exercise predict_step_time: return the steady step time in us")

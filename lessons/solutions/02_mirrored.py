@@ -37,3 +37,15 @@ def predict_step_bytes(strategy, replicas, nbytes):
         # the host sends the variables to each device, each device its gradient to the host
         return 2 * p * n, p * n
     raise ValueError(f"unknown strategy {strategy!r}")
+
+
+def predict_reported_loss(data_loss, regularization_loss, num_replicas, global_batch_size,
+                          scaling):
+    """The data shares add up to the global mean; the penalty counts once per replica, times
+    whatever each replica scaled it by."""
+    n, b, r = num_replicas, global_batch_size, regularization_loss
+    share = {"scale_regularization_loss": r / n,  # N shares of R / N: R once
+             "none": r,  # N replicas add the whole R: N times R
+             "per_example": None,  # n_r examples carry R, / B: sum n_r R / B = R
+             "global_batch": r / b}[scaling]
+    return data_loss + (r if share is None else n * share)

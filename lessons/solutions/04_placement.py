@@ -42,3 +42,25 @@ def gpu_plan(tf):
         return tf.ConfigProto(gpu_options=tf.GPUOptions(
             visible_device_list=str(gpu), per_process_gpu_memory_fraction=fraction))
     return {"trainer0": capped(0, 0.6), "trainer1": capped(1, 0.6), "evaluator": capped(0, 0.25)}
+
+
+def inter_op_threads(sessions, cores):
+    """TF's DirectSession: its own pools, else one of its own, else the process's global
+    pool, which keeps the size of the first session that made it; named pools likewise."""
+    process = {}  # "" the global pool, else a global_name: its size
+    threads = []
+    for config, run_pool in sessions:
+        default = config.inter_op_parallelism_threads or cores
+        if config.session_inter_op_thread_pool:
+            pools = []
+            for option in config.session_inter_op_thread_pool:
+                size = option.num_threads or default
+                if option.global_name:
+                    size = process.setdefault(option.global_name, size)
+                pools.append(size)
+        elif config.use_per_session_threads:
+            pools = [default]
+        else:
+            pools = [process.setdefault("", default)]
+        threads.append(1 if run_pool == -1 else pools[run_pool])  # -1: the caller's thread
+    return threads

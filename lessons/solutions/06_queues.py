@@ -55,3 +55,11 @@ def choose_capacity():
     about 6 steps or 12 elements. A queue of 8 runs dry during a stall (4.0% starved), one of
     16 carries the trainer through (0.3%)."""
     return 16
+
+
+def predict_step_time(map_us, num_parallel_calls, batch_size, prefetch, train_us):
+    """A batch takes batch_size map calls, num_parallel_calls of them at once; without
+    prefetch the step waits for its batch, then trains (the sum); with prefetch the next
+    batch is made while this step trains (the longer of the two)."""
+    batch_us = batch_size * map_us / (num_parallel_calls or 1)
+    return max(train_us, batch_us) if prefetch else train_us + batch_us

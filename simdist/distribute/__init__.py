@@ -4,7 +4,8 @@ The names and semantics mirror ``tf.distribute``: ``Strategy`` (the default stra
 ``OneDeviceStrategy``, ``MirroredStrategy`` with ``NcclAllReduce``,
 ``HierarchicalCopyAllReduce`` and ``ReductionToOneDevice``, ``CentralStorageStrategy``,
 ``MultiWorkerMirroredStrategy`` with ``CommunicationImplementation``; ``PerReplica`` and
-``Mirrored`` values, ``MirroredVariable``; ``compute_average_loss``. TF2's asynchronous
+``Mirrored`` values, ``MirroredVariable``; ``compute_average_loss``,
+``scale_regularization_loss``. TF2's asynchronous
 ``ParameterServerStrategy`` with its ``ClusterCoordinator`` and ``RemoteValue``, the
 partitioners and ``ShardedVariable``, on an ``InProcessCluster`` of servers. ``TPUStrategy`` on
 a simulated TPU slice (host loop, ICI torus, static shapes). ``STRATEGIES`` holds one
@@ -27,7 +28,7 @@ from simdist.distribute.registry import STRATEGIES, StrategyRecord, strategy_nam
 from simdist.distribute.central_storage_strategy import CentralStorageStrategy
 from simdist.distribute.strategy import (DistributedBatch, InputContext, MirroredStrategy,
                                          MultiWorkerMirroredStrategy, OneDeviceStrategy, Strategy,
-                                         compute_average_loss)
+                                         compute_average_loss, scale_regularization_loss)
 from simdist.distribute.server import InProcessCluster, SimpleClusterResolver
 from simdist.distribute.tpu_strategy import TPUStrategy
 from simdist.distribute.sharded_variable import (FixedShardsPartitioner, IndexedSlices,
@@ -52,4 +53,4 @@ __all__ = ["CentralStorageStrategy", "ClusterCoordinator", "CollectiveAllReduce"
            "ParameterServerStrategy", "PerReplica", "ReduceOp", "ReductionToOneDevice",
            "RemoteValue", "STRATEGIES", "ShardedVariable", "SimpleClusterResolver", "Strategy",
            "StrategyRecord", "TPUStrategy", "compute_average_loss", "experimental",
-           "strategy_named"]
+           "scale_regularization_loss", "strategy_named"]

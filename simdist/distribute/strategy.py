@@ -374,6 +374,19 @@ def compute_average_loss(per_example_loss, global_batch_size: int):
     return np.float32(np.sum(per_example_loss, dtype=np.float32) / np.float32(global_batch_size))
 
 
+def scale_regularization_loss(regularization_loss, num_replicas_in_sync: int):
+    """``tf.nn.scale_regularization_loss``: the sum of the regularization losses (a scalar, a
+    list of them or an array) / the number of replicas in sync, so that the strategy's SUM
+    of the replicas' losses counts it once. TF reads ``num_replicas_in_sync`` from the
+    strategy of the replica context; simdist has no replica context and takes it here."""
+    if isinstance(num_replicas_in_sync, bool) or not isinstance(
+            num_replicas_in_sync, (int, np.integer)) or num_replicas_in_sync < 1:
+        raise InvalidArgumentError(f"num_replicas_in_sync must be an int >= 1, got "
+                                   f"{num_replicas_in_sync!r}")
+    total = np.sum(np.asarray(regularization_loss, np.float32), dtype=np.float32)
+    return np.float32(total / np.float32(num_replicas_in_sync))
+
+
 def _walk(value):
     if isinstance(value, dict):
         for v in value.values():
@@ -395,4 +408,5 @@ def _flatten(values):
 
 
 __all__ = ["CentralStorageStrategy", "DistributedBatch", "InputContext", "MirroredStrategy",
-           "MultiWorkerMirroredStrategy", "OneDeviceStrategy", "Strategy", "compute_average_loss"]
+           "MultiWorkerMirroredStrategy", "OneDeviceStrategy", "Strategy", "compute_average_loss",
+           "scale_regularization_loss"]

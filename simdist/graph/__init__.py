@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from simdist.base import errors as _errors
 from simdist.hardware.cluster import ClusterSpec
 from simdist.hardware.device_spec import DeviceSpec
-from simdist.graph.config import ConfigProto, GPUOptions
+from simdist.graph.config import ConfigProto, GPUOptions, ThreadPoolOptionProto
 from simdist.graph.device_setter import (GreedyLoadBalancingStrategy, byte_size_load_fn,
                                          replica_device_setter)
 from simdist.graph.dtypes import (DType, as_dtype, bool_, float16, float32, float64, int32, int64,

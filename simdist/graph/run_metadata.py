@@ -24,7 +24,9 @@ class RunOptions:
     """tf.compat.v1.RunOptions: ``trace_level`` (NO_TRACE..FULL_TRACE: any level above
     NO_TRACE fills ``RunMetadata.step_stats``), ``timeout_in_ms`` (this run's deadline for a
     blocking op, like ``ConfigProto.operation_timeout_in_ms``; 0: the session's),
-    ``output_partition_graphs`` (fill ``RunMetadata.partition_graphs``)."""
+    ``output_partition_graphs`` (fill ``RunMetadata.partition_graphs``),
+    ``inter_op_thread_pool`` (which of a local session's ``session_inter_op_thread_pool``
+    pools runs this run's ops; -1: the caller's thread alone)."""
 
     NO_TRACE = 0
     SOFTWARE_TRACE = 1
@@ -34,6 +36,7 @@ class RunOptions:
     trace_level: int = 0
     timeout_in_ms: int = 0
     output_partition_graphs: bool = False
+    inter_op_thread_pool: int = 0
 
     def __post_init__(self):
         if self.trace_level not in (0, 1, 2, 3):
@@ -44,6 +47,10 @@ class RunOptions:
                 or self.timeout_in_ms < 0:
             raise InvalidArgumentError(f"RunOptions timeout_in_ms={self.timeout_in_ms!r}: "
                                        "expected an int >= 0 (milliseconds; 0: no deadline)")
+        pool = self.inter_op_thread_pool
+        if isinstance(pool, bool) or not isinstance(pool, int):
+            raise InvalidArgumentError(f"RunOptions inter_op_thread_pool={pool!r}: expected an "
+                                       "int (an index into session_inter_op_thread_pool, or -1)")
 
 
 @dataclass

@@ -27,7 +27,7 @@ from simdist.graph.graph import Graph, Operation, Tensor, format_shape, get_defa
 from simdist.graph.indexed_slices import IndexedSlices, IndexedSlicesValue
 from simdist.graph.placement import Placer
 from simdist.graph.run_metadata import RunOptions, StepStats
-from simdist.graph._sim.runtime import Machine, TaskRuntime
+from simdist.graph._sim.runtime import Machine, TaskRuntime, direct_session_pools
 from simdist.graph.server import connect
 from simdist.graph.variables import Variable
 
@@ -64,6 +64,8 @@ class Session:
             gpus = self.config.device_count.get("GPU", 0)
             self._local = TaskRuntime("localhost", 0, machine or Machine(gpus=gpus),
                                       self.config)
+            self._local.local_pools = direct_session_pools(self.config,
+                                                           self._local.machine.cores)
             self.runtimes = {"localhost:0": self._local}
             self.missing: dict = {}
             default_task = ("localhost", 0)
@@ -111,8 +113,13 @@ class Session:
         plan = self.master.client_graph(ops, placement, list(feeds), tensors, targets,
                                         self.runtimes[self.default_task].devices()[0])
         stats = StepStats() if options.trace_level > RunOptions.NO_TRACE else None
+        pool = options.inter_op_thread_pool
+        pools = self._local.local_pools if self._local is not None else [0]
+        if not -1 <= pool < len(pools):  # TF's message
+            raise InvalidArgumentError(f"Invalid inter_op_thread_pool: {pool}")
         run = MasterRun(plan, feeds, [t for t in tensors],
                         options.timeout_in_ms or self.config.operation_timeout_in_ms,
+                        pool=pool,
                         daemon=client is not None and client.daemon, step_stats=stats)
         world = self.world()
         in_client = client is not None

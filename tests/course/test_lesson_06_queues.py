@@ -155,6 +155,35 @@ def test_aggregators_wrong_on_a_predictor_late_once(tmp_path, source, message, h
     assert r["late_once"].hint.startswith(hint)
 
 
+def _step_time(body):
+    return ("def predict_step_time(map_us, num_parallel_calls, batch_size, prefetch, "
+            f"train_us):\n    batch_us = batch_size * map_us / (num_parallel_calls or 1)\n"
+            f"    return {body}\n")
+
+
+@pytest.mark.parametrize("source, message, hint", [
+    (_step_time("max(train_us, batch_us) if prefetch else train_us + batch_us"), None, None),
+    # the sum, prefetch or not
+    (_step_time("train_us + batch_us"), "map 50 us, num_parallel_calls=None, batch 4, prefetch "
+     "1, train 300 us: you predicted 500 us a step, simdist takes 308 us",
+     "prefetch makes the next batch while this step trains"),
+    # the longer of the two, prefetch or not
+    (_step_time("max(train_us, batch_us)"), "prefetch 0, train 300 us: you predicted 300 us",
+     "without prefetch nothing runs ahead"),
+    # num_parallel_calls ignored
+    (_step_time("max(train_us, batch_size * map_us) if prefetch else train_us + batch_size * "
+                "map_us"), "num_parallel_calls=2, batch 8, prefetch 1, train 120 us: you "
+     "predicted 400 us a step, simdist takes 200 us", "num_parallel_calls map calls run at once"),
+    # one map call a step
+    (_step_time("max(train_us, batch_us / batch_size) if prefetch else train_us + batch_us / "
+                "batch_size"), "you predicted 350 us a step, simdist takes 508 us",
+     "a step takes a whole batch"),
+    (_step_time("'fast'"), "returned 'fast'; expected a number", "return one number"),
+])
+def test_predict_step_time_names_the_rule_a_wrong_answer_breaks(source, message, hint):
+    assert_outcome(LESSON.result("predict_step_time", source), message, hint)
+
+
 def test_the_reference_aggregator_passes_the_late_once_check():
     checks, solution = load("checks"), load("solution")
     assert checks.check_late_once(solution).startswith("late once")
@@ -192,7 +221,15 @@ NOTEBOOK_TEXT = ["OutOfRangeError: FIFOQueue 'q' is closed and has insufficient 
                  # section 4 on 3 MPI ranks, and exercise 5 (pipeline_mpi.py) on the stub
                  "on 3 MPI ranks, the same last step end and starved time as in one process: "
                  "True",
-                 "pipeline_mpi: ✗ not done yet: exercise choose_capacity"]
+                 "pipeline_mpi: ✗ not done yet: exercise choose_capacity",
+                 # issue 28: shuffle, repeat, interleave in simdist and on real TF; exercise 6
+                 "repeat(2).batch(4):             [[0, 1, 2, 3], [4, 5, 0, 1], [2, 3, 4, 5]]",
+                 "interleave, cycle 2, block 2:   [10, 11, 20, 21, 12, 22, 30, 31, 32]",
+                 "not done yet: exercise predict_step_time",
+                 "repeat(2).batch(4), the same as simdist's: True",
+                 "interleave, the same as simdist's:         True",
+                 "each pass the same six numbers: True",
+                 "map 20 ms x 8, 4 calls, prefetch 1, train 30 ms: yours not done, simdist 40 ms"]
 
 
 @pytest.mark.notebook

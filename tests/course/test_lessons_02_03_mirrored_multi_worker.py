@@ -154,6 +154,43 @@ def test_lesson_02_hierarchical_copy_is_checked_on_odd_and_even_counts(tmp_path)
     assert "the first half is the larger one" in odd.hint and "ceil(p / 2)" in odd.detail
 
 
+def _reported(body):
+    return ("def predict_reported_loss(data_loss, regularization_loss, num_replicas, "
+            "global_batch_size, scaling):\n"
+            "    L, R, n, b = data_loss, regularization_loss, num_replicas, global_batch_size\n"
+            f"    {body}\n")
+
+
+@pytest.mark.parametrize("source, message, hint", [
+    (_reported("return L + (n * R if scaling == 'none' else n * R / b if scaling == "
+               "'global_batch' else R)"), None, None),
+    # the strategy taken to count the penalty once whatever the replicas did
+    (_reported("return L + R"), "3 replicas, global batch 7, scaling 'none'",
+     "every replica adds the whole penalty"),
+    # scale_regularization_loss taken for a no-op
+    (_reported("return L + (R / b * n if scaling == 'global_batch' else R * n)"),
+     "3 replicas, global batch 7, scaling 'scale_regularization_loss'",
+     "scale_regularization_loss divides the penalty by num_replicas_in_sync"),
+    # R added per example taken to count once per example
+    (_reported("return L + {'none': n * R, 'global_batch': n * R / b, 'per_example': b * R}"
+               ".get(scaling, R)"), "4 replicas, global batch 6, scaling 'per_example'",
+     "R added to each example is divided by the global batch"),
+    # R / B taken once, not once per replica
+    (_reported("return L + {'none': n * R, 'global_batch': R / b}.get(scaling, R)"),
+     "2 replicas, global batch 5, scaling 'global_batch'", "each replica adds R / B"),
+    (_reported("return 'big'"), "predict_reported_loss returned 'big', not a number",
+     "return the summed loss"),
+])
+def test_lesson_02_reported_loss_names_how_the_penalty_was_counted(tmp_path, source, message,
+                                                                   hint):
+    mine = tmp_path / "mine.py"
+    mine.write_text(source)
+    result, = lessons.run_checks("02", file=mine, exercise="predict_reported_loss")
+    assert result.passed == (message is None), result.message
+    if message is not None:
+        assert message in result.message and result.hint.startswith(hint), result
+
+
 # -- lesson 03: checks --------------------------------------------------------------------------
 
 # the index as a string (TF accepts it); the chief rule that forgets the chief job; the step
@@ -343,9 +380,17 @@ def test_notebook_02_runs_top_to_bottom(monkeypatch):
     assert diff < 1e-6
     assert "with NcclAllReduce" in text
     assert "not done yet: exercise split_batch" in text  # the stubs, checked in a cell
+    # issue 28: an L2 penalty on four replicas, scaled (one device's loss) and not
+    assert "4 replicas, scale_regularization_loss: first loss 6.26445 (one device 6.26445)" \
+        in text
+    assert "4 replicas, the penalty as it is: first loss 6.33161" in text
+    assert "not done yet: exercise predict_reported_loss" in text
     if HAS_REALDIST:  # the real TF run, compared with the simulator
         assert "real TF reduced with: ReductionToOneDevice" in text
         assert "(weights agree: tolerance 1e-05)" in text
+        # the penalty scaled by real TF's scale_regularization_loss, and left whole
+        assert "scale_regularization_loss  yours  not done, real TF 3.72776" in text
+        assert "none                       yours  not done, real TF 3.87130" in text
 
 
 @pytest.mark.notebook

@@ -140,6 +140,48 @@ def test_a_memory_plan_that_misses_the_cap_fails(tmp_path, source, message, hint
     assert not result.passed and result.message.startswith(message) and hint in result.hint
 
 
+def _threads(old="", new=""):
+    """The solution's inter_op_threads with one line changed (a typical wrong model)."""
+    source = lessons.solution_path(ROOT / "lessons" / "04_placement").read_text()
+    assert old in source, old
+    return source.replace(old, new)
+
+
+@pytest.mark.parametrize("source, message, hint", [
+    # every session's own setting, as if nothing were shared
+    (_threads('pools = [process.setdefault("", default)]', "pools = [default]"),
+     "process 1 (8 cores), session 1 (inter_op_parallelism_threads=6; run on pool 0): you "
+     "predicted 6 ops at once, simdist runs 3", "shares one global inter-op pool"),
+    # use_per_session_threads taken for the global pool
+    (_threads("pools = [default]", 'pools = [process.setdefault("", default)]'),
+     "process 2 (2 cores), session 1", "a pool of its own"),
+    # -1 read as the last pool (Python's index)
+    (_threads("1 if run_pool == -1 else pools[run_pool]", "pools[run_pool]"),
+     "process 3 (4 cores), session 0", "the caller's thread"),
+    # a global_name taken for a private pool
+    (_threads("size = process.setdefault(option.global_name, size)", "pass"),
+     "process 4 (4 cores), session 2", "shared by every session that names it"),
+    # num_threads 0 taken literally
+    (_threads("size = option.num_threads or default", "size = option.num_threads"),
+     "process 4 (4 cores), session 0", "RunOptions.inter_op_thread_pool picks"),
+    ("def inter_op_threads(sessions, cores):\n    return 4\n",
+     "inter_op_threads returned 4; expected a list of 3 ints", "one number per session"),
+])
+def test_a_wrong_thread_pool_model_names_the_session_and_the_rule(tmp_path, source, message,
+                                                                  hint):
+    result = _run("04", source, tmp_path)["inter_op_threads"]
+    assert not result.passed and result.message.startswith(message), result.message
+    assert hint in result.hint, result.hint
+
+
+def test_the_thread_pool_prediction_passes_and_leaves_the_process_pools_alone(tmp_path):
+    from simdist.graph._sim import runtime
+
+    before = dict(runtime._PROCESS_POOLS)
+    assert _run("04", _threads(), tmp_path)["inter_op_threads"].passed
+    assert runtime._PROCESS_POOLS == before
+
+
 def test_an_experiment_that_leaves_its_variables_fails(tmp_path):
     fresh = _run("05", LEFT_OVER_05, tmp_path)["fresh"]
     assert not fresh.passed and "still hold its variables" in fresh.message
@@ -240,7 +282,13 @@ NOTEBOOK_TEXT = {
            "y: (MatMul): /job:localhost/replica:0/task:0/device:GPU:0",
            "InvalidArgumentError: Cannot assign a device for operation steps",
            "not done yet: exercise split_devices", "not done yet: exercise gpu_plan",
-           "e: yours ?, real TF /job:localhost/replica:0/task:0/device:CPU:0"],
+           "e: yours ?, real TF /job:localhost/replica:0/task:0/device:CPU:0",
+           # issue 28: shared, per-session and named inter-op pools, simulated and on real TF
+           "shared global pool, asking for 1 thread: 4",
+           "a pool of its own, 1 thread:            1",
+           "another session naming 'background', 6: 2",
+           "not done yet: exercise inter_op_threads",
+           "ops at once, real TF: [3, 3, 1, 1, 1]", "'later'] (a and b in either order"],
     "05": ["client 0: [1, 2, 3]  client 1: [4, 5]  local session: [1, 2, 3]",
            "real TF: {'client0': [1, 2, 3], 'client1': [4, 5], 'local': [1, 2, 3]}",
            "kept is still 1.0",

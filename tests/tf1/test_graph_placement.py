@@ -179,7 +179,8 @@ def _two_branch_graph():
 @pytest.mark.parametrize("threads", [1, 2])
 def test_inter_op_pool_bounds_concurrency(threads):
     p, q = _two_branch_graph()
-    config = tf.ConfigProto(device_count={"CPU": 2}, inter_op_parallelism_threads=threads)
+    config = tf.ConfigProto(device_count={"CPU": 2}, inter_op_parallelism_threads=threads,
+                            use_per_session_threads=True)  # else the process's global pool
     with tf.Session(config=config) as sess:
         sess.run([p, q])
         spans = {s.name: s for s in sess.last_trace.spans}

@@ -270,7 +270,7 @@ def test_a_failed_run_stops_its_ops_and_gives_their_threads_back():
     variable = tf.Variable(np.zeros(2, np.float32), name="v")
     value = tf.placeholder(tf.float32, None)
     bad = tf.assign(variable, value)  # ... while this fails (fed the wrong shape)
-    config = tf.ConfigProto(inter_op_parallelism_threads=1)
+    config = tf.ConfigProto(inter_op_parallelism_threads=1, use_per_session_threads=True)
     with tf.Session(config=config) as sess:
         sess.run(variable.initializer)
         with pytest.raises(errors.InvalidArgumentError, match="Assign requires shapes"):

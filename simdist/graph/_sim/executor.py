@@ -55,8 +55,9 @@ class SimTasks:
 
         runtime = self.runtimes[ctx.name]
         self.contexts[ctx.name] = ctx
-        self.pools[ctx.name] = Pool(ctx.env, runtime.inter_op_threads(), "inter-op thread")
-        self.workers[ctx.name] = WorkerService(ctx, runtime, self.pools[ctx.name])
+        pools = [Pool(ctx.env, size, "inter-op thread") for size in runtime.inter_op_pools()]
+        self.pools[ctx.name] = pools[0]
+        self.workers[ctx.name] = WorkerService(ctx, runtime, pools)
 
     def handle(self, plan) -> str:
         """The graph handle of ``plan`` in this simulation (TF's, given at RegisterGraph):
@@ -103,9 +104,10 @@ class Executor:
     ``stats`` the nodes' times (when ``trace``) and ``error`` the first error."""
 
     def __init__(self, worker, graph, step: str, deadline: int | None, daemon: bool,
-                 feeds: dict | None = None, trace: bool = False):
+                 feeds: dict | None = None, trace: bool = False, pool=None):
         self.worker, self.graph, self.step = worker, graph, step
-        self.ctx, self.runtime, self.pool = worker.ctx, worker.runtime, worker.pool
+        self.ctx, self.runtime = worker.ctx, worker.runtime
+        self.pool = worker.pool if pool is None else pool  # its inter-op threads
         self.deadline, self.daemon, self.feeds = deadline, daemon, feeds or {}
         env = self.ctx.env
         self.done = {op: env.event(desc=f"op {op.name}") for op in graph.ops}

@@ -22,8 +22,9 @@ class MasterRun:
     """One ``Session.run`` of the master's plan ``plan`` (``master.ClientGraph``)."""
 
     def __init__(self, plan, feeds: dict, fetches: list, timeout_ms: int = 0,
-                 daemon: bool = False, step_stats=None):
+                 daemon: bool = False, step_stats=None, pool: int = 0):
         self.plan, self.feeds, self.fetches = plan, feeds, fetches
+        self.pool = pool  # RunOptions.inter_op_thread_pool: the master task's pool to use
         self.timeout_ns = timeout_ms * 1_000_000  # ConfigProto.operation_timeout_in_ms
         self.daemon = daemon  # a run of a daemon thread: it may be left waiting at the end
         self.step_stats = step_stats  # a StepStats to fill (RunOptions.trace_level), or None
@@ -91,7 +92,7 @@ class MasterRun:
         for task in remote:
             ctx.send(task, f"RunGraph ({self.step})", request.encode())
         self.executor = executor = worker.run(request, {t.name: v for t, v in
-                                                        self.feeds.items()})
+                                                        self.feeds.items()}, self.pool)
         start = ctx.now
         own = ctx.process(executor.run(), name=f"RunGraph ({self.step}) here",
                           daemon=self.daemon)

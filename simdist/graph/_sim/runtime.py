@@ -81,6 +81,32 @@ class Machine:
                f"cores={self.cores})"
 
 
+#: TF's process-wide inter-op pools of local sessions (DirectSession's statics): "" the
+#: global pool (``GlobalThreadPool``), else the pools named by a ``global_name``; each keeps
+#: the size of the session that created it
+_PROCESS_POOLS: dict[str, int] = {}
+
+
+def direct_session_pools(config: ConfigProto, cores: int) -> list[int]:
+    """The inter-op pool sizes of a new local session (TF's ``DirectSessionFactory``):
+    its ``session_inter_op_thread_pool`` entries (``num_threads`` 0: the session's default;
+    a ``global_name`` pool shared by name in the process), else with
+    ``use_per_session_threads`` one pool of its own, else the process's global pool, sized
+    by the first session that used it."""
+    default = config.inter_op_parallelism_threads or cores
+    if config.session_inter_op_thread_pool:
+        sizes = []
+        for option in config.session_inter_op_thread_pool:
+            size = option.num_threads or default
+            if option.global_name:
+                size = _PROCESS_POOLS.setdefault(option.global_name, size)
+            sizes.append(size)
+        return sizes
+    if config.use_per_session_threads:
+        return [default]
+    return [_PROCESS_POOLS.setdefault("", default)]
+
+
 class GPUAllocator:
     """Models TF's BFC allocator of one GPU in one process: a pool taken from the GPU."""
 
@@ -148,6 +174,7 @@ class TaskRuntime:
         self.prefix = f"/job:{job}/replica:0/task:{task}"
         self.resources = ResourceMgr(self.prefix)
         self.allocators: dict[str, GPUAllocator] = {}
+        self.local_pools: list[int] = []  # a local session's pools (``direct_session_pools``)
         self.closed = False
         self.down = False  # failed (``fail``) and not restarted yet
         try:
@@ -170,6 +197,11 @@ class TaskRuntime:
 
     def inter_op_threads(self) -> int:
         return self.config.inter_op_parallelism_threads or self.machine.cores
+
+    def inter_op_pools(self) -> list[int]:
+        """The sizes of this process's inter-op pools: a local session's (``local_pools``,
+        TF's DirectSession), else the one pool of a server's task, sized by its config."""
+        return self.local_pools or [self.inter_op_threads()]
 
     def intra_op_threads(self) -> int:
         return min(self.config.intra_op_parallelism_threads or self.machine.cores,

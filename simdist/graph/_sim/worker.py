@@ -22,6 +22,7 @@ import numpy as np
 
 from simdist.base.errors import CancelledError, InvalidArgumentError, UnavailableError
 from simdist.sim.payloads import Phantom
+from simdist.sim.resources import Pool
 from simdist.sim.wire import decode_header, encode_header, error_fields, unpack_object
 from simdist.graph.graph import Graph
 from simdist.graph.graph_def import import_graph_def
@@ -110,8 +111,10 @@ class Rendezvous:
 class WorkerService:
     """The worker service of one task: registered graphs, the steps it runs, its rendezvous."""
 
-    def __init__(self, ctx, runtime, pool):
-        self.ctx, self.runtime, self.pool = ctx, runtime, pool
+    def __init__(self, ctx, runtime, pools):
+        self.ctx, self.runtime, self.pools = ctx, runtime, pools
+        self.pool = pools[0]  # what a RunGraph from another task's master runs on
+        self._caller = None  # RunOptions.inter_op_thread_pool -1: the caller's thread
         self.rendezvous = Rendezvous(ctx.env)
         self.graphs: dict[str, RegisteredGraph] = {}
         self.steps: dict[str, Executor] = {}  # step id -> this task's part of it, running
@@ -181,14 +184,19 @@ class WorkerService:
             answer["st"] = executor.stats
         ctx.send(master, f"RunGraph response ({request.step})", encode_header(answer))
 
-    def run(self, request: RunGraphRequest, feeds: dict | None = None) -> Executor:
-        """This task's Executor of step ``request.step`` (not started)."""
+    def run(self, request: RunGraphRequest, feeds: dict | None = None,
+            pool: int = 0) -> Executor:
+        """This task's Executor of step ``request.step`` (not started), its ops on inter-op
+        pool ``pool`` of the task (-1: one thread, the caller's)."""
         graph = self.graphs.get(request.handle)
         if graph is None:
             raise InvalidArgumentError(f"graph handle {request.handle!r} is not registered "
                                        f"with {self.ctx.name}'s worker")
+        if pool == -1 and self._caller is None:
+            self._caller = Pool(self.ctx.env, 1, "caller thread")
         executor = Executor(self, graph, request.step, request.deadline, request.daemon,
-                            feeds, request.trace)
+                            feeds, request.trace,
+                            self._caller if pool == -1 else self.pools[pool])
         self.steps[request.step] = executor
         return executor
 
