@@ -385,6 +385,9 @@ def test_notebook_02_runs_top_to_bottom(monkeypatch):
         in text
     assert "4 replicas, the penalty as it is: first loss 6.33161" in text
     assert "not done yet: exercise predict_reported_loss" in text
+    # the learning rate scaled with the batch: it works at 128, overshoots at 1024
+    assert "         128     16   0.20     0.0085" in text
+    assert "        1024      2   1.60    39.7041" in text
     if HAS_REALDIST:  # the real TF run, compared with the simulator
         assert "real TF reduced with: ReductionToOneDevice" in text
         assert "(weights agree: tolerance 1e-05)" in text
