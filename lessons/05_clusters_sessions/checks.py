@@ -92,7 +92,7 @@ targets = {{"worker:0": servers["worker:0"].target, "worker:1": servers["worker:
 emit("seen", counter_story(tf1, targets, {list(story)!r}))
 """
     with PrivateNetwork() as net:
-        return run_python(code, timeout, net.preexec_fn())[0]["seen"]
+        return run_python(code, timeout, net)[0]["seen"]
 
 
 def _story_hint(name: str) -> tuple:
@@ -442,7 +442,7 @@ emit("counts", partition_story(tf1, {{n: s.target for n, s in servers.items()}},
                                "/job:worker/task:0/device:CPU:1", {list(runs)!r}))
 """
     with PrivateNetwork() as net:
-        return run_python(code, timeout, net.preexec_fn())[0]["counts"]
+        return run_python(code, timeout, net)[0]["counts"]
 
 
 def _partition_hint(run: str, field: str, said: int, counts: dict) -> tuple:

@@ -81,4 +81,4 @@ def real_partitions(timeout: float = 120) -> dict:
     cluster = {"ps": ports[:1], "worker": ports[1:]}
     code = program_source(partition_program) + _REAL.format(cluster=cluster)
     with PrivateNetwork() as net:
-        return run_python(code, timeout, net.preexec_fn())[0]["summary"]
+        return run_python(code, timeout, net)[0]["summary"]

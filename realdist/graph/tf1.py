@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from dataclasses import dataclass
 
@@ -24,7 +26,8 @@ from simdist.base.errors import DeadlineExceededError, UnavailableError
 from simdist.graph.placement import parse_placement_log
 
 from realdist.runtime.localcluster import PrivateNetwork
-from realdist.runtime.processes import MARK, PRELUDE, child_env, free_ports
+from realdist.runtime.processes import IMPORTS, MARK, PRELUDE, child_env, free_ports, import_env
+from realdist.runtime.zygote import zygote
 
 
 def program_source(fn) -> str:
@@ -36,30 +39,46 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
-def run_python(code: str, timeout: float = 120, preexec_fn=None) -> tuple[dict, str]:
-    """Run ``PRELUDE + code`` in a fresh Python (``preexec_fn``: e.g. joining a
-    ``PrivateNetwork``); returns (what it emitted, its stderr)."""
-    proc = subprocess.Popen([sys.executable, "-c", PRELUDE + code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=child_env(),
-                            preexec_fn=preexec_fn)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise DeadlineExceededError(f"the real TF program ran past {timeout} s; its last "
-                                    f"output:\n{(out + err)[-2000:]}") from None
-    finally:
-        if proc.poll() is None:
+def run_python(code: str, timeout: float = 120, network=None) -> tuple[dict, str]:
+    """Run ``PRELUDE + code`` as a fresh Python would (forked by this process's TF zygote,
+    ``realdist.runtime.zygote``, or ``python -c`` where that is off), in ``network`` (a
+    ``PrivateNetwork``) if given; returns (what it emitted, its stderr)."""
+    found = zygote(IMPORTS, import_env(child_env()))
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        if found is None:
+            proc = subprocess.Popen([sys.executable, "-c", PRELUDE + code], stdout=out,
+                                    stderr=err, env=child_env(),
+                                    preexec_fn=network.preexec_fn() if network else None)
+        else:
+            proc = found.spawn(PRELUDE + code, [], child_env(), out.fileno(), err.fileno(),
+                               "tf-program",
+                               namespaces=network.namespaces() if network else None)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+            text = _read(out) + _read(err)
+            raise DeadlineExceededError(f"the real TF program ran past {timeout} s; its last "
+                                        f"output:\n{text[-2000:]}") from None
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        stdout, stderr = _read(out), _read(err)
     if proc.returncode != 0:
         raise RuntimeError(f"the real TF program exited with {proc.returncode}:\n"
-                           f"{err[-3000:]}")
+                           f"{stderr[-3000:]}")
     emitted = {}
-    for line in out.splitlines():
+    for line in stdout.splitlines():
         if line.startswith(MARK):
             emitted.update(json.loads(line[len(MARK):]))
-    return emitted, err
+    return emitted, stderr
+
+
+def _read(file) -> str:
+    file.seek(0)
+    return file.read().decode(errors="replace")
 
 
 # -- placement -----------------------------------------------------------------------------------
@@ -217,16 +236,34 @@ def real_shared_counter(increments=(3, 3), timeout: float = 120, source: str | N
     ports = [f"127.0.0.1:{port}" for port in free_ports(3)]
     cluster = {"ps": ports[:1], "worker": ports[1:]}
     with PrivateNetwork() as net:
-        return _shared_counter_in(net.preexec_fn(), cluster, increments, timeout, source)
+        return _shared_counter_in(net, cluster, increments, timeout, source)
 
 
-def _shared_counter_in(preexec_fn, cluster, increments, timeout, source) -> dict:
-    servers = subprocess.Popen([sys.executable, "-c", PRELUDE + _SERVERS, json.dumps(cluster)],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, env=child_env(),
-                               preexec_fn=preexec_fn)
+def _start_servers(network, cluster) -> tuple:
+    """The process serving ``cluster`` (``_SERVERS``) in ``network``: (process, its stdout,
+    its stdin), stdout and stdin pipes."""
+    found = zygote(IMPORTS, import_env(child_env()))
+    if found is None:
+        servers = subprocess.Popen([sys.executable, "-c", PRELUDE + _SERVERS,
+                                    json.dumps(cluster)], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                   env=child_env(), preexec_fn=network.preexec_fn())
+        return servers, servers.stdout, servers.stdin
+    out_r, out_w = os.pipe()
+    in_r, in_w = os.pipe()
+    with open(os.devnull, "wb") as null:
+        servers = found.spawn(PRELUDE + _SERVERS, [json.dumps(cluster)], child_env(), out_w,
+                              null.fileno(), "tf-servers", stdin=in_r,
+                              namespaces=network.namespaces())
+    os.close(out_w)
+    os.close(in_r)
+    return servers, os.fdopen(out_r, "r"), os.fdopen(in_w, "w")
+
+
+def _shared_counter_in(network, cluster, increments, timeout, source) -> dict:
+    servers, stdout, stdin = _start_servers(network, cluster)
     try:
-        line = servers.stdout.readline()
+        line = stdout.readline()
         if line.strip() != "READY":
             raise UnavailableError(f"the real TF servers did not start (got {line!r})")
         client = (source or program_source(counter_client)) + "\n"
@@ -234,10 +271,12 @@ def _shared_counter_in(preexec_fn, cluster, increments, timeout, source) -> dict
         for k, n in enumerate(increments):
             target = f"grpc://{cluster['worker'][k]}"
             code = client + f"emit('seen', counter_client(tf1, {target!r}, {k}, {k == 0}, {n}))"
-            seen[f"client{k}"] = run_python(code, timeout, preexec_fn)[0]["seen"]
+            seen[f"client{k}"] = run_python(code, timeout, network)[0]["seen"]
         code = client + f"emit('seen', counter_client(tf1, '', 0, True, {increments[0]}, None))"
-        seen["local"] = run_python(code, timeout, preexec_fn)[0]["seen"]
+        seen["local"] = run_python(code, timeout, network)[0]["seen"]
         return seen
     finally:
         servers.kill()
         servers.wait(timeout=30)
+        stdout.close()
+        stdin.close()

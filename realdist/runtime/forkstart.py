@@ -89,9 +89,12 @@ class Forked:
         self.send_signal(signal.SIGKILL)
 
 
-def start(code: str, args: list[str], env: dict, stdout, stderr, name: str) -> Forked:
+def start(code: str, args: list[str], env: dict, stdout, stderr, name: str, stdin=None,
+          namespaces=None, close_fds=()) -> Forked:
     """Fork a child that runs ``code`` as ``python -c code *args`` would, with ``env``, its
-    stdout and stderr on the open files ``stdout`` and ``stderr``, named ``name``."""
+    stdout and stderr on the open files ``stdout`` and ``stderr`` (and stdin on ``stdin``),
+    named ``name``, in a ``PrivateNetwork``'s ``namespaces`` if given; the child closes
+    ``close_fds`` (its parent's own) first."""
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
@@ -100,6 +103,13 @@ def start(code: str, args: list[str], env: dict, stdout, stderr, name: str) -> F
         return Forked(pid)
     status = 1
     try:
+        for fd in close_fds:
+            os.close(fd)
+        if namespaces:
+            from realdist.runtime.private_network import join_namespaces
+            join_namespaces(namespaces)
+        if stdin is not None:
+            os.dup2(stdin.fileno(), 0)
         status = _child(code, args, env, stdout, stderr, name, parent)
     except BaseException:  # noqa: BLE001 - nothing may escape a forked child
         traceback.print_exc()

@@ -43,8 +43,8 @@ from simdist.base.processes import die_with_parent
 
 from realdist.runtime import forkstart
 from realdist.runtime.private_network import PrivateNetwork
-from realdist.runtime.processes import (MARK, PRELUDE, child_env, free_ports, kill_group, log_tail,
-                                        read_outputs)
+from realdist.runtime.processes import (IMPORTS, MARK, PRELUDE, child_env, free_ports,
+                                        kill_group, log_tail, read_outputs)
 from realdist.runtime.tempdirs import owned_tempdir
 from realdist.runtime.watch import ProcessWatch, check_failed, check_stopped
 
@@ -52,8 +52,6 @@ from realdist.runtime.watch import ProcessWatch, check_failed, check_stopped
 # 2-3 s of each process's start-up that these programs, which use no Keras, do without.
 LEAN_IMPORT = ("import sys\nsys.modules['keras.src.optimizers'] = None\n"
                "sys.modules['tf_keras.src.optimizers'] = None\n")
-#: what a task imports first (PRELUDE's imports), imported once by a launcher that forks them
-IMPORTS = "import json, os, sys\nimport numpy as np\nimport tensorflow as tf\n"
 
 
 # ----------------------------------------------------------------------- the cluster

@@ -106,25 +106,39 @@ class PrivateNetwork:
                 stream.close()
             self._holder = None
 
+    def namespaces(self) -> dict | None:
+        """What a new process joins to be in this network (``join_namespaces``), None when
+        the network is not isolated."""
+        if not self.isolated:
+            return None
+        return {"holder": self._holder.pid, "user": os.getuid() != 0}
+
     def preexec_fn(self):
         """A ``preexec_fn`` that moves a new process into this network (and dies with its
         parent), or only the latter when the network is not isolated."""
-        if not self.isolated:
+        namespaces = self.namespaces()
+        if namespaces is None:
             return die_with_parent
-        pid, user = self._holder.pid, os.getuid() != 0
 
         def join():
             die_with_parent()
-            libc = _libc()
-            for kind, flag in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET)):
-                if kind == "user" and not user:
-                    continue
-                fd = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY)
-                try:
-                    if libc.setns(fd, flag) != 0:
-                        raise OSError(ctypes.get_errno(), f"setns {kind}: "
-                                      f"{os.strerror(ctypes.get_errno())}")
-                finally:
-                    os.close(fd)
+            join_namespaces(namespaces)
 
         return join
+
+
+def join_namespaces(namespaces: dict) -> None:
+    """Move this (single-threaded) process into the network of ``namespaces`` (a
+    ``PrivateNetwork.namespaces()``): its holder's user namespace where needed, then its
+    network namespace."""
+    libc = _libc()
+    for kind, flag in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET)):
+        if kind == "user" and not namespaces["user"]:
+            continue
+        fd = os.open(f"/proc/{namespaces['holder']}/ns/{kind}", os.O_RDONLY)
+        try:
+            if libc.setns(fd, flag) != 0:
+                raise OSError(ctypes.get_errno(), f"setns {kind}: "
+                              f"{os.strerror(ctypes.get_errno())}")
+        finally:
+            os.close(fd)

@@ -29,6 +29,16 @@ def emit(key, value):
 """
 
 
+#: what every TF child imports first (``PRELUDE``'s imports): what a launcher or a zygote
+#: that forks them imports once
+IMPORTS = "import json, os, sys\nimport numpy as np\nimport tensorflow as tf\n"
+
+
+def import_env(env: dict) -> dict:
+    """The part of a child's environment that TensorFlow reads as it is imported."""
+    return {k: env[k] for k in ("TF_CPP_MIN_LOG_LEVEL", "TF_USE_LEGACY_KERAS") if k in env}
+
+
 def child_env(tmpdir=None) -> dict:
     """This process's environment for a TF child: C++ logs on (placement lines), gRPC failing
     fast, no GPU, and no inherited ``TF_CONFIG``. ``tmpdir``: the child's ``TMPDIR``, a

@@ -1,4 +1,5 @@
-"""Tasks forked from a launcher that imported TensorFlow once (realdist/runtime/forkstart.py):
+"""Tasks forked from a process that imported TensorFlow once (realdist/runtime/forkstart.py,
+a cluster's launcher; realdist/runtime/zygote.py, a zygote per calling process):
 a forked child gets what ``python -c CODE ARGS`` with ``subprocess.Popen`` would (its
 environment, ``TMPDIR`` included, its argv, its stdout and stderr, exit statuses as the
 interpreter gives them, its non-daemon threads waited for), bears the task's name, and a
@@ -6,12 +7,14 @@ localhost cluster's task runs forked, its temporary files in its launcher's fold
 
 import os
 import signal
+import subprocess
+import tempfile
 import time
 
 import pytest
 
-from realdist.runtime import forkstart
-from realdist.runtime.localcluster import Task, run_cluster
+from realdist.runtime import forkstart, zygote
+from realdist.runtime.localcluster import PrivateNetwork, Task, run_cluster
 
 
 def _run(tmp_path, code, args=(), env=None, name="worker:0"):
@@ -86,3 +89,42 @@ def test_a_cluster_task_is_forked_and_its_temporary_files_go_with_its_launcher()
     assert not os.path.exists(out["tmp"])
     assert out["name"] == "main"  # forked from the launcher, named after its task
     assert out["tf"] is None  # PRELUDE's graph mode, set in the task, not in the launcher
+
+
+def _spawned_output(found, code, args=(), network=None, name="tf-program"):
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        child = found.spawn(code, list(args), {"PATH": os.environ["PATH"]}, out.fileno(),
+                            err.fileno(), name,
+                            namespaces=network.namespaces() if network else None)
+        status = child.wait(timeout=30)
+        out.seek(0)
+        err.seek(0)
+        return status, out.read().decode(), err.read().decode()
+
+
+def test_the_zygote_forks_programs_and_reports_how_they_ended():
+    found = zygote.zygote("import json\n", {})
+    assert found is zygote.zygote("import json\n", {})  # one per caller and imports
+    status, out, _ = _spawned_output(found, "import sys, json\nprint(json.dumps(sys.argv))\n"
+                                            "print(open('/proc/self/comm').read().strip())",
+                                     ["x"], name="client0")
+    assert status == 0 and out.splitlines() == ['["-c", "x"]', "client0"]
+    assert _spawned_output(found, "raise SystemExit(4)")[0] == 4
+    with tempfile.TemporaryFile() as out:
+        child = found.spawn("import time\ntime.sleep(60)", [], {}, out.fileno(), out.fileno(),
+                            "sleeper")
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(timeout=0.2)
+        child.kill()
+        assert child.wait(timeout=10) == -signal.SIGKILL
+
+
+def test_a_program_the_zygote_forks_runs_in_the_private_network():
+    with PrivateNetwork() as net:
+        if not net.isolated:
+            pytest.skip(f"no private network namespace here ({net.reason})")
+        status, out, err = _spawned_output(
+            zygote.zygote("import json\n", {}),
+            "import socket\nprint([name for _, name in socket.if_nameindex()])", network=net)
+    assert status == 0, err
+    assert out.strip() == "['lo']"  # the holder's namespace: its loopback only
