@@ -8,8 +8,10 @@ localhost cluster's task runs forked, its temporary files in its launcher's fold
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +130,30 @@ def test_a_program_the_zygote_forks_runs_in_the_private_network():
             "import socket\nprint([name for _, name in socket.if_nameindex()])", network=net)
     assert status == 0, err
     assert out.strip() == "['lo']"  # the holder's namespace: its loopback only
+
+
+def test_the_zygote_and_its_programs_die_with_a_killed_caller(tmp_path):
+    caller = subprocess.Popen(
+        [sys.executable, "-c",
+         "import os, sys, time\nfrom realdist.runtime import zygote\n"
+         "found = zygote.zygote('import json\\n', {})\n"
+         "child = found.spawn('import time\\ntime.sleep(600)', [], {}, 1, 2, 'sleeper')\n"
+         "print(found.proc.pid, child.pid, flush=True)\ntime.sleep(600)"],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    pids = [int(p) for p in caller.stdout.readline().split()]
+    caller.kill()
+    caller.wait()
+    caller.stdout.close()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent's reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
