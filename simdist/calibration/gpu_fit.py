@@ -128,10 +128,10 @@ def start_costs(kind) -> dict:
             "input_kb_ns": float(device.host_costs.input_kb_ns)}
 
 
-def fitted_catalog(kind, costs: dict) -> HardwareCatalog:
+def fitted_catalog(kind, costs: dict, host: bool = True) -> HardwareCatalog:
     """The kind's catalog plus its system with ``costs``: ``<system>-calibrated``, a copy of
-    the device (its FLOP rate, efficiency 1, its host costs) and of the two links (their
-    bandwidths)."""
+    the device (its FLOP rate, efficiency 1, its host costs: ``data_parallel`` charges them
+    each step; none with ``host=False``) and of the two links (their bandwidths)."""
     base = kind.catalog
     system = base.system(kind.system)
     device = base.device(system.device)
@@ -139,9 +139,9 @@ def fitted_catalog(kind, costs: dict) -> HardwareCatalog:
     catalog = HardwareCatalog(base.devices, base.links, base.systems)
     catalog.devices[name] = dataclasses.replace(
         device, name=name, peak_flops=1e15 / max(costs["flop_time"], 1e-6), efficiency=1.0,
-        host_costs=dataclasses.replace(device.host_costs,
-                                       step_overhead_ns=round(costs["step_overhead_ns"]),
-                                       input_kb_ns=round(costs["input_kb_ns"])))
+        host_costs=dataclasses.replace(
+            device.host_costs, step_overhead_ns=round(costs["step_overhead_ns"]) if host else 0,
+            input_kb_ns=round(costs["input_kb_ns"]) if host else 0))
     for role, link_name, cost in (("intra", system.intra_link, "intra_byte_time"),
                                   ("network", system.network, "network_byte_time")):
         link = base.link(link_name)
@@ -161,7 +161,7 @@ def step_ns(row, costs: dict) -> float:
     from simdist.training.programs.data_parallel import GRADIENT_BYTES, train
     from simdist.training.programs.overlap import FUSION_BYTES, OverlapLog, backward_plan
 
-    catalog = fitted_catalog(row.kind, costs)
+    catalog = fitted_catalog(row.kind, costs, host=False)  # priced here, in float ns
     hardware = Hardware.from_catalog(catalog, f"{row.kind.system}-calibrated",
                                      Layout(tasks_per_machine=row.gpus))
     model = row.model

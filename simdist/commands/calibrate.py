@@ -171,9 +171,8 @@ def fit_published(args, rows: list, output: Path) -> int:
     write_profile(output, gpu_fit.profile_document(fits, f"the table {args.from_csv}"))
     print(f"\nprofile: {output} (system(s) {', '.join(repr(f.system) for f in fits)}): "
           f"simdist run data_parallel --profiles-file {output} --profile {fits[0].system} "
-          "--model ... prices its FLOPs and links (not yet the host's per-step overhead and "
-          "input time, which the strategies charge); the per-run fixed cost is in its "
-          "calibration record only")
+          "--model ... prices its FLOPs, links and each step's host work as the fit did; "
+          "the per-run fixed cost is in its calibration record only")
     return 0
 
 

@@ -227,3 +227,34 @@ def test_the_guides_example_table_reads_as_two_hardware_kinds():
     assert all(isinstance(r, GpuRow) for r in rows) and len(rows) == 17
     assert {r.kind.name for r in rows} == {V100, "gtx1080ti-pcie-10gbe"}
     assert sum(r.split == "check" for r in rows) == 5
+
+
+def test_data_parallel_with_the_fitted_profile_charges_the_host_as_the_fit_does(tmp_path):
+    """``simdist run data_parallel --profile SYSTEM-calibrated`` prices each step's host work
+    (the fitted overhead and input time per KB) as the fit's own simulation of the row did."""
+    from simdist.hardware.devices import Hardware, Layout
+    from simdist.sim.scheduler import simulate
+    from simdist.training.programs.data_parallel import GRADIENT_BYTES, train
+    from simdist.training.programs.overlap import FUSION_BYTES, OverlapLog, backward_plan
+
+    row = read_table(write(tmp_path / "t.csv", [[*FIT[1], "", "check"]]))[0]
+    plan = backward_plan(row.model, row.batch, GRADIENT_BYTES["float32"], FUSION_BYTES)
+
+    def step(costs, host):
+        hardware = Hardware.from_catalog(gpu_fit.fitted_catalog(row.kind, costs, host=host),
+                                         f"{row.kind.system}-calibrated",
+                                         Layout(tasks_per_machine=row.gpus))
+
+        def main(ctx):
+            return (yield from train(ctx, row.model.params, 3, row.batch,
+                                     flops_per_example=row.model.training_flops, plan=plan,
+                                     log=OverlapLog(plan.buckets), input_bytes=row.input_bytes))
+
+        ends = next(iter(simulate({"worker": row.tasks}, main, hardware=hardware,
+                                  trace=False).returns.values()))
+        return ends[-1] - ends[-2]
+
+    host = TRUE["step_overhead_ns"] + row.batch * row.input_bytes / 1000 * TRUE["input_kb_ns"]
+    assert host > 1e6  # the row's input makes the host's work count
+    assert step(TRUE, host=True) == pytest.approx(gpu_fit.step_ns(row, TRUE), abs=1000)
+    assert step(TRUE, host=True) - step(TRUE, host=False) == pytest.approx(host, abs=1000)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from simdist.hardware.cluster import ClusterSpec
 from simdist.hardware.devices import Layout
+from simdist.hardware.host_costs import HostStep
 from simdist.base.errors import InvalidArgumentError, SimdistError
 from simdist.sim.payloads import Phantom
 from simdist.hardware.stragglers import NONE, Stragglers, stragglers_option
@@ -181,13 +182,16 @@ def train(ctx, params: int, steps: int, batch: int, algorithm: str = "ring", *,
           flops_per_example: float | None = None, gradient_dtype: str = "float32",
           embedding_dim: int = 0, lookups: int = 8, options: dict | None = None,
           stragglers: Stragglers = NONE, seed: int = 0, plan: BackwardPlan | None = None,
-          log: OverlapLog | None = None):
+          log: OverlapLog | None = None, input_bytes: int = 0):
     """One worker's training loop (use as a task's main). Returns the end of each step.
     With ``stragglers`` each step's forward+backward time is multiplied by the worker's
     draw (seeded by ``seed`` and the worker). With a ``plan`` (``overlap.backward_plan``: a
     model's buckets) and a ``log`` (``OverlapLog``), each bucket is all-reduced as the
     backward pass fills it (``overlap.overlapped_step``), and ``log`` says how much of their
-    time it hid; without, the whole model is all-reduced after the backward pass."""
+    time it hid; without, the whole model is all-reduced after the backward pass. Each step
+    starts with the host's work (the profile's ``HostCosts`` for a step of ``batch`` inputs of
+    ``input_bytes`` each: a span on the host lane where the profile charges any, as a
+    calibrated one does; built-in profiles charge none)."""
     from simdist.collectives import all_gather, all_reduce
 
     members = range(ctx.num_tasks)  # a range: no list of every worker on every worker
@@ -201,8 +205,12 @@ def train(ctx, params: int, steps: int, batch: int, algorithm: str = "ring", *,
         plan = None
     if plan is not None:
         alone = ctx.hardware.device.compute_time_ns(flops, tasks=ctx.num_tasks)
+    host = HostStep(0, batch * input_bytes)
+    charged = ctx.hardware.device.host_costs.step_ns(host) > 0
     ends = []
     for step in range(steps):
+        if charged:
+            yield ctx.host_step(host)
         if rows:
             yield ctx.compute("embedding lookup", nbytes=4 * rows * embedding_dim, step=step)
         if plan is not None:
@@ -239,7 +247,8 @@ def main(ctx, args):
                             gradient_dtype=args.gradient_dtype,
                             embedding_dim=args.embedding_dim, lookups=args.lookups,
                             options=options(args), stragglers=args.stragglers, seed=args.seed,
-                            plan=plan, log=log)
+                            plan=plan, log=log,
+                            input_bytes=getattr(args.model_layers, "input_bytes", 0))
     return WorkerRun(ends, log)
 
 
