@@ -22,6 +22,7 @@ PROGRAMS = {
     "11_tpu/slice_mpi.py": "ici_bytes_per_chip",
     "12_evaluation/sidecar_mpi.py": "predict_sidecar",
     "13_failures/restart_mpi.py": "predict_restart_epoch",
+    "14_speedups/grouped_mpi.py": "predict_grouped",
 }
 
 
