@@ -23,6 +23,7 @@ PROGRAMS = {
     "12_evaluation/sidecar_mpi.py": "predict_sidecar",
     "13_failures/restart_mpi.py": "predict_restart_epoch",
     "14_speedups/grouped_mpi.py": "predict_grouped",
+    "15_capstone/choose_mpi.py": "choose_and_predict",
 }
 
 
