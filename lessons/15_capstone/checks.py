@@ -243,7 +243,7 @@ def verify_choice(answer, step: float | None = None) -> str:
             hint = tr("a ring over 16 GPUs crosses the 25 GbE NICs at every one of its "
                       "steps; the hierarchical all-reduce sums inside each machine over NVLink "
                       "first, and only the 4 machines' leaders ring over the network",
-                      "16 个 GPU 的 ring 每一步都要跨 25 GbE 网卡；hierarchical all-reduce 先在每台"
+                      "16 个 GPU 的 ring 每一步都要跨 25 GbE 网卡；分层 all-reduce（hierarchical）先在每台"
                       "机器内部经 NVLink 求和，只有 4 台机器的代表在网络上组成 ring")
         else:
             hint = tr("more machines cost a slower all-reduce, but at 25 GbE it grows less "
