@@ -3,14 +3,15 @@ by epoch under a real ``tf.distribute`` strategy, in processes forked from a lau
 imported TensorFlow once (``realdist.runtime.localcluster``).
 
 - ``measure_mirrored``: one process, its CPU cut into logical devices; MirroredStrategy on
-  the first 1, 2, 4 of them, ``Model.fit`` on numpy arrays (and once on a ``tf.data``
-  dataset), softmax regression on the first 1536 digits;
+  the first 1, 2... of them, ``Model.fit`` on numpy arrays (or a ``tf.data`` dataset),
+  softmax regression on the first 1536 digits;
 - ``measure_cluster``: a localhost cluster of worker processes, each running
   MultiWorkerMirroredStrategy's ``Model.fit`` on a dataset (TF_CONFIG made from the
   cluster's addresses).
 
-Each fit runs four epochs: the first traces the step function (``first_epoch_s``); the
-median of the other three is the one reported (``epoch_s``), with the loss after the last.
+Each fit runs at least four epochs, and enough to time ``TIMED_STEPS`` steps after the
+first, which traces the step function (``first_epoch_s``); the median epoch after it is the
+one reported (``epoch_s``), with the loss after the fourth epoch (``loss``).
 The logical devices share this machine's cores, as the worker processes do: the times show
 what TF's runtime costs here, not what separate devices would give.
 """
@@ -24,6 +25,11 @@ from realdist.runtime.localcluster import Task, run_cluster
 #: the first 1536 digits: 24 batches of 64, 3 of 512, no partial batch (a partial last
 #: batch has a shape of its own, which fit would trace a second time)
 EXAMPLES = 1536
+#: at least this many steps are timed after the first epoch (which traces): 3 epochs of 24
+#: steps at a global batch of 64, 12 epochs of 3 at 512 (a single 3-step epoch's time moves
+#: by a factor of two on a loaded machine). Each fit is one call of ``Model.fit``: a call
+#: per epoch would add about a second of Keras's set-up to each epoch here
+TIMED_STEPS = 36
 
 #: what every task defines before its own code: the digits, a model and a timed fit
 _COMMON = r"""
@@ -32,7 +38,9 @@ from simdist.training.exercises import Exercise
 data = Exercise(model="softmax", dataset="digits").build()[1]
 x, y = data.x[:EXAMPLES].astype("float32"), data.y[:EXAMPLES].astype("int64")
 
-def timed_fit(strategy, batch, lr, dataset=False, epochs=4, **fit_options):
+def timed_fit(strategy, batch, lr, dataset=False, **fit_options):
+    steps = -(-len(x) // batch)
+    epochs = max(4, 1 + -(-TIMED_STEPS // steps))  # at 512: 3 steps an epoch, 13 epochs
     with strategy.scope():  # the model, its optimizer and its metrics: mirrored variables
         tf.keras.utils.set_random_seed(0)
         model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
@@ -56,7 +64,7 @@ def timed_fit(strategy, batch, lr, dataset=False, epochs=4, **fit_options):
                             callbacks=[Clock()], **fit_options)
     return {"batch": batch, "lr": lr, "epoch_s": float(np.median(times[1:])),
             "first_epoch_s": times[0],
-            "steps": -(-len(x) // batch), "loss": history.history["loss"][-1],
+            "steps": steps, "loss": history.history["loss"][3], "epochs": epochs,
             "replicas": strategy.num_replicas_in_sync}
 """
 
@@ -94,7 +102,8 @@ for batch in JOB["batches"]:
 
 def _task(name: str, body: str, job: dict) -> Task:
     return Task(name, f"JOB = json.loads({json.dumps(json.dumps(job))})\n"
-                f"EXAMPLES = {EXAMPLES}\n" + _COMMON + body, keras=True)
+                f"EXAMPLES = {EXAMPLES}\nTIMED_STEPS = {TIMED_STEPS}\n" + _COMMON + body,
+                keras=True)
 
 
 def measure_mirrored(devices=(1, 2), batches=(64, 512), lr: float = 0.1, scaled=(),
