@@ -9,9 +9,12 @@ imported TensorFlow once (``realdist.runtime.localcluster``).
   MultiWorkerMirroredStrategy's ``Model.fit`` on a dataset (TF_CONFIG made from the
   cluster's addresses).
 
-Each fit runs at least four epochs, and enough to time ``TIMED_STEPS`` steps after the
-first, which traces the step function (``first_epoch_s``); the median epoch after it is the
-one reported (``epoch_s``), with the loss after the fourth epoch (``loss``).
+Each fit's model is made and compiled once, then fit in two passes of at least four
+epochs, enough to time ``TIMED_STEPS`` steps after a pass's first epoch (the first pass's
+traces the step function: ``first_epoch_s``); the fits take turns, in order then in reverse
+(A B C D D C B A), so that a machine whose load changes slows them alike. ``epoch_s`` is
+the fastest timed epoch (other processes only ever slow one down; ``median_epoch_s`` beside
+it), ``loss`` the loss after the first pass's fourth epoch.
 The logical devices share this machine's cores, as the worker processes do: the times show
 what TF's runtime costs here, not what separate devices would give.
 """
@@ -25,47 +28,68 @@ from realdist.runtime.localcluster import Task, run_cluster
 #: the first 1536 digits: 24 batches of 64, 3 of 512, no partial batch (a partial last
 #: batch has a shape of its own, which fit would trace a second time)
 EXAMPLES = 1536
-#: at least this many steps are timed after the first epoch (which traces): 3 epochs of 24
-#: steps at a global batch of 64, 12 epochs of 3 at 512 (a single 3-step epoch's time moves
-#: by a factor of two on a loaded machine). Each fit is one call of ``Model.fit``: a call
-#: per epoch would add about a second of Keras's set-up to each epoch here
-TIMED_STEPS = 36
+#: at least this many steps are timed in each pass after its first epoch: 3 epochs of 24
+#: steps at a global batch of 64, 8 epochs of 3 at 512 (a single 3-step epoch's time moves
+#: by a factor of two on a loaded machine). A pass is one call of ``Model.fit``: a call per
+#: epoch would add about a second of Keras's set-up to each epoch here
+TIMED_STEPS = 24
 
-#: what every task defines before its own code: the digits, a model and a timed fit
+#: what every task defines before its own code: the digits, models, fits timed in turn
 _COMMON = r"""
 import time
 from simdist.training.exercises import Exercise
 data = Exercise(model="softmax", dataset="digits").build()[1]
 x, y = data.x[:EXAMPLES].astype("float32"), data.y[:EXAMPLES].astype("int64")
 
-def timed_fit(strategy, batch, lr, dataset=False, **fit_options):
-    steps = -(-len(x) // batch)
-    epochs = max(4, 1 + -(-TIMED_STEPS // steps))  # at 512: 3 steps an epoch, 13 epochs
-    with strategy.scope():  # the model, its optimizer and its metrics: mirrored variables
-        tf.keras.utils.set_random_seed(0)
-        model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
-        model.compile(optimizer=tf.keras.optimizers.SGD(lr),
-                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    times = []
-    class Clock(tf.keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            times.append(time.perf_counter())
-        def on_epoch_end(self, epoch, logs=None):
-            times[-1] = time.perf_counter() - times[-1]
-    if dataset:  # a tf.data.Dataset of global batches: fit cuts each across the replicas
-        data_in = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
-        options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = (
-            tf.data.experimental.AutoShardPolicy.DATA)
-        history = model.fit(data_in.with_options(options), epochs=epochs, verbose=0,
-                            callbacks=[Clock()], **fit_options)
-    else:  # numpy arrays: fit makes the dataset, batch_size is the global batch
-        history = model.fit(x, y, batch_size=batch, epochs=epochs, shuffle=False, verbose=0,
-                            callbacks=[Clock()], **fit_options)
-    return {"batch": batch, "lr": lr, "epoch_s": float(np.median(times[1:])),
-            "first_epoch_s": times[0],
-            "steps": steps, "loss": history.history["loss"][3], "epochs": epochs,
-            "replicas": strategy.num_replicas_in_sync}
+class Fit:
+    # a model made and compiled under strategy.scope(), fit in passes of several epochs
+    def __init__(self, strategy, batch, lr, dataset=False, **record):
+        with strategy.scope():  # the model, its optimizer, its metrics: mirrored variables
+            tf.keras.utils.set_random_seed(0)
+            self.model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
+            self.model.build((None, x.shape[1]))  # its weights now, from the seed just set
+            self.model.compile(
+                optimizer=tf.keras.optimizers.SGD(lr),
+                loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        self.steps = -(-len(x) // batch)
+        self.epochs = max(4, 1 + -(-TIMED_STEPS // self.steps))  # at 512: 3 steps, 9 epochs
+        self.record = {"batch": batch, "lr": lr, "steps": self.steps,
+                       "replicas": strategy.num_replicas_in_sync, **record}
+        self.passes, self.loss = [], None
+        if dataset:  # a tf.data.Dataset of global batches: fit cuts each across the replicas
+            options = tf.data.Options()
+            options.experimental_distribute.auto_shard_policy = (
+                tf.data.experimental.AutoShardPolicy.DATA)
+            data_in = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
+            self.args, self.kwargs = (data_in.with_options(options),), {}
+        else:  # numpy arrays: fit makes the dataset, batch_size is the global batch
+            self.args, self.kwargs = (x, y), {"batch_size": batch, "shuffle": False}
+
+    def run(self):
+        times = []
+        class Clock(tf.keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                times.append(time.perf_counter())
+            def on_epoch_end(self, epoch, logs=None):
+                times[-1] = time.perf_counter() - times[-1]
+        history = self.model.fit(*self.args, epochs=self.epochs, verbose=0,
+                                 callbacks=[Clock()], **self.kwargs)
+        if self.loss is None:  # the first pass starts from the initial weights
+            self.loss = history.history["loss"][3]
+        self.passes.append(times)
+
+    def result(self):
+        timed = [t for times in self.passes for t in times[1:]]
+        return {**self.record, "epoch_s": min(timed), "median_epoch_s": float(np.median(timed)),
+                "first_epoch_s": self.passes[0][0], "loss": self.loss,
+                "epochs": sum(len(times) for times in self.passes)}
+
+def fit_in_turn(fits):
+    # a pass of each fit in order, then in the reverse order (A B C D D C B A): a machine
+    # whose load changes meanwhile slows them alike
+    for f in fits + fits[::-1]:
+        f.run()
+    return [f.result() for f in fits]
 """
 
 _MIRRORED = r"""
@@ -78,14 +102,10 @@ def mirrored(n):  # reduced on one device: CollectiveAllReduce's groups in one p
     return tf.distribute.MirroredStrategy(
         devices[:n], cross_device_ops=tf.distribute.ReductionToOneDevice())
 
-for batch in JOB["batches"]:
-    for n in JOB["devices"]:
-        emit("fit[]", {**timed_fit(mirrored(n), batch, JOB["lr"]), "input": "numpy"})
-for n, batch, lr in JOB["scaled"]:  # the same fit with another learning rate
-    emit("fit[]", {**timed_fit(mirrored(n), batch, lr), "input": "numpy"})
-for n, batch in JOB["datasets"]:
-    emit("fit[]", {**timed_fit(mirrored(n), batch, JOB["lr"], dataset=True),
-                   "input": "dataset"})
+fits = [Fit(mirrored(n), batch, JOB["lr"], input="numpy")
+        for batch in JOB["batches"] for n in JOB["devices"]]
+fits += [Fit(mirrored(n), batch, lr, input="numpy") for n, batch, lr in JOB["scaled"]]
+emit("fit", fit_in_turn(fits))
 """
 
 _WORKER = r"""
@@ -94,9 +114,9 @@ index = int(TASK.split(":")[1])
 os.environ["TF_CONFIG"] = json.dumps({"cluster": CLUSTER,
                                       "task": {"type": "worker", "index": index}})
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
-for batch in JOB["batches"]:
-    emit("fit[]", {**timed_fit(strategy, batch, JOB["lr"], dataset=True), "input": "dataset",
-                   "workers": len(CLUSTER["worker"])})
+workers = len(CLUSTER["worker"])
+emit("fit", fit_in_turn([Fit(strategy, batch, JOB["lr"], dataset=True, input="dataset",
+                             workers=workers) for batch in JOB["batches"]]))
 """
 
 
@@ -107,13 +127,12 @@ def _task(name: str, body: str, job: dict) -> Task:
 
 
 def measure_mirrored(devices=(1, 2), batches=(64, 512), lr: float = 0.1, scaled=(),
-                     datasets=(), timeout: float = 240) -> list[dict]:
+                     timeout: float = 240) -> list[dict]:
     """MirroredStrategy's ``Model.fit`` on the first ``n`` logical CPUs of one process, for
-    each ``n`` in ``devices`` and global batch in ``batches`` (numpy arrays); then each
-    ``(n, batch, lr)`` of ``scaled`` and each ``(n, batch)`` of ``datasets`` (a tf.data
-    dataset). One record per fit."""
+    each global batch in ``batches`` and ``n`` in ``devices`` (numpy arrays), and each
+    ``(n, batch, lr)`` of ``scaled``, taking turns. One record per fit."""
     job = {"devices": list(devices), "batches": list(batches), "lr": lr,
-           "scaled": [list(s) for s in scaled], "datasets": [list(d) for d in datasets]}
+           "scaled": [list(s) for s in scaled]}
     report = run_cluster({}, [_task("main", _MIRRORED, job)], timeout)
     return report["outputs"]["main"]["fit"]
 

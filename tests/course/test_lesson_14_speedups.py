@@ -130,8 +130,8 @@ NOTEBOOK_TEXT = [
     "speed-up on 8: 4.63x",
     "speed-up on 8: 7.65x",
     # section 2 on real TF: MirroredStrategy's Model.fit on 1 and 2 logical CPUs
-    "MirroredStrategy x2, global batch  64: 24 steps, epoch",
-    "MirroredStrategy x1, global batch 512:  3 steps, epoch",
+    "MirroredStrategy x2, global batch  64: 24 steps, fastest epoch",
+    "MirroredStrategy x1, global batch 512:  3 steps, fastest epoch",
     # section 3 on real TF: the localhost cluster, and the calibrated simulator
     "2 workers, global batch 512: epoch",
     "mirrored               x2 batch 512: measured",
