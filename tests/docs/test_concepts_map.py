@@ -22,8 +22,9 @@ TITLED = re.compile(r"(\d\d) §(\d+) \*([^*]+)\*")
 SECTION = re.compile(r"\b(\d\d) §(\d+)\b")
 #: "04 `split_devices`" or "05 `tf_config_mpi.py`"
 EXERCISE = re.compile(r"\b(\d\d) `([\w.]+)`")
-#: a code cell that runs real TensorFlow
-REAL = re.compile(r"realdist|tensorflow|\breal_\w+\(")
+#: a code cell that runs real TensorFlow (realdist, TF, a ``real_*`` function or a lesson's
+#: ``real_*`` module of real runs)
+REAL = re.compile(r"realdist|tensorflow|\breal_\w+(\.\w+)?\(")
 
 
 class Row(NamedTuple):
