@@ -22,8 +22,14 @@ but its last) says ``"again": true`` instead of giving the statistics. The first
 rules are simdist's (``simdist.calibration.protocol``), shared with the commands that read
 these lines. The strategies of one process (default, one_device, mirrored, central_storage)
 share it: its logical CPU devices are made once, as many as the plan's largest replica count
-asks. multi_worker_mirrored starts its worker processes per run. A failed exercise is a line
-with "error" instead of the times; the others go on.
+asks. multi_worker_mirrored and parameter_server start their cluster's processes per run. A
+failed exercise is a line with "error" instead of the times; the others go on.
+
+A parameter_server run's step time is the coordinator's step rate (``coordinator_steps``): its
+workers step asynchronously, so a step has no time of its own; the run's time from the start
+of its first function to the end of its last (on the workers' clock, ``tf.timestamp``), over
+its steps, every step that time. TensorFlow's tracing of the function, before the first one
+starts, is left out as the first steps of the other strategies are.
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ from simdist.base.errors import InvalidArgumentError
 from simdist.calibration.protocol import SETTLED, kept_steps, pass_order, settled
 from simdist.training.exercises import Exercise
 
+#: the strategies whose runs start a cluster of processes of their own
+OWN_PROCESSES = ("multi_worker_mirrored", "parameter_server")
+
 
 def step_statistics(step_times_ns) -> dict:
     """Median and quartiles (ns) of step times (those left after ``kept_steps``)."""
@@ -53,7 +62,23 @@ def run_steps(exercise: Exercise, timeout: float = 300) -> list:
     """Train ``exercise`` on real TF with its strategy's runner; its kept step times."""
     from realdist import run_exercise  # the runner a strategy's record names
 
-    return kept_steps(run_exercise(exercise, timeout=timeout).step_times_ns)
+    result = run_exercise(exercise, timeout=timeout)
+    if exercise.strategy == "parameter_server":
+        return kept_steps(coordinator_steps(result.trace.spans))
+    return kept_steps(result.step_times_ns)
+
+
+def coordinator_steps(spans) -> list[int]:
+    """A parameter_server run's step times from its functions' spans (category "function",
+    ``args["steps"]`` steps each): the time from the first one's start to the last one's
+    end over the steps they ran, once per step (the coordinator's step rate)."""
+    functions = [s for s in spans if s.cat == "function"]
+    if not functions:
+        raise ValueError("the parameter_server run reported no function")
+    steps = sum(s.args["steps"] for s in functions)
+    first = min(s.start for s in functions)
+    last = max(s.start + s.dur for s in functions)
+    return [(last - first) // steps] * steps
 
 
 def main(argv=None) -> int:
@@ -82,14 +107,13 @@ def main(argv=None) -> int:
     except (OSError, ValueError, TypeError, InvalidArgumentError) as error:
         print(f"realdist measure: error: {args.plan}: {error}", file=sys.stderr)
         return 2
-    in_process = [e.num_replicas for e in plan if e.strategy != "multi_worker_mirrored"]
+    in_process = [e for e in plan if e.strategy not in OWN_PROCESSES]
     if in_process:
         from realdist.runtime.devices import configure_cpus
 
-        configure_cpus(max(in_process))
+        configure_cpus(max(e.num_replicas for e in in_process))
         try:  # a warm-up, unrecorded: no measured run is the process's first
-            run_steps(next(e for e in plan if e.strategy != "multi_worker_mirrored"),
-                      args.timeout)
+            run_steps(in_process[0], args.timeout)
         except Exception:  # noqa: BLE001 -- the exercise's own run reports its error
             pass
     pooled: dict[int, list] = {k: [] for k in range(len(plan))}

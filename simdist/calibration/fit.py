@@ -23,9 +23,9 @@ replicas on each of W workers costs, in the simulator (``simdist.training.sync_l
                         + the update's roofline time)
 
 (a host cost's parameter is the ``HostCosts`` field of that name and ``_ns``), so it is a sum
-of fifteen parameters, each times a count that the exercise fixes: ``PARAMETERS`` below, the
-ten host costs (``simdist.hardware.host_costs``: their fields and what their metadata says of
-them), the time per FLOP, and the latency and time per byte of the two links. A ring's step
+of sixteen parameters, each times a count that the exercise fixes: ``PARAMETERS`` below, the
+eleven host costs (``simdist.hardware.host_costs``: their fields and what their metadata says
+of them), the time per FLOP, and the latency and time per byte of the two links. A ring's step
 waits on the slowest member, so the sum is exact only up to such maxima; the fit therefore asks
 the simulator rather than a formula: starting from a guess it simulates every measured
 exercise, then each again with one parameter raised, which gives each parameter's weight in
@@ -34,6 +34,17 @@ sum of absolute errors relative to the measured times small (``_least_absolute``
 with ``scipy.optimize.nnls``, none negative, reweighted by each exercise's last error, so that
 the few exercises a noisy machine measured far off pull less than squares would let them), and
 repeats from there until the parameters settle.
+
+ParameterServerStrategy's exercises are fitted after the others, for its own parameter
+(``schedule_overhead_ns``: the coordinator's cost per scheduled function) and those that the
+synchronous exercises did not fit (the network and the FLOP time, when there are none), the
+rest held at what the synchronous exercises gave: its workers step asynchronously, so a step
+time is the coordinator's step rate over a whole run (``simulated_step_ns`` simulates the run's
+own steps), and it pays, per step, the compute and the messages to its ps that the other
+parameters price, and per function the coordinator's cost and the "run" and "done" messages.
+Measured at two numbers of steps per function
+(``simdist.calibration.plan.PS_STEPS_PER_EXECUTION``), the part of the step time that shrinks
+with the count is the per-function cost.
 
 ``fit(measurements)`` returns a ``Fit``: the parameters, a ``HardwareCatalog`` holding them as
 the "calibrated" system (device, intra link and network), and each exercise's simulated and
@@ -54,6 +65,7 @@ from simdist.hardware.devices import (DeviceProfile, HardwareCatalog, LinkProfil
                                       file_record)
 from simdist.hardware.host_costs import HOST_COST_NAMES, HostCosts
 from simdist.base.errors import InvalidArgumentError
+from simdist.calibration.plan import ASYNCHRONOUS
 
 SYSTEM = "calibrated"
 #: an exercise's fields in a profile file's record of the fit: those that set its step time
@@ -99,6 +111,9 @@ NAMES = tuple(p.name for p in PARAMETERS)
 
 #: where the search starts: the typical sizes
 START = {p.name: p.typical for p in PARAMETERS}
+#: the parameters a profile has without a fit (``HostCosts``'s non-zero defaults: the
+#: coordinator's cost per function), which a parameters dict may leave out
+DEFAULTS = {f.name: float(f.default) for f in dataclasses.fields(HostCosts) if f.default}
 
 
 class Measurement(NamedTuple):
@@ -129,7 +144,8 @@ def catalog_for(parameters: dict) -> HardwareCatalog:
     """The built-in catalog plus the "calibrated" system holding ``parameters``: a
     ``virtual`` CPU device (its memory and memory bandwidth the cpu-core's, its efficiency 1:
     the fitted FLOP rate is what TF's kernels reach), the intra link and the network between
-    processes."""
+    processes. A parameter of ``DEFAULTS`` left out keeps its default."""
+    parameters = {**DEFAULTS, **parameters}
     missing = [n for n in NAMES if n not in parameters]
     if missing:
         raise InvalidArgumentError(f"calibration parameters missing: {', '.join(missing)}")
@@ -163,10 +179,13 @@ def _bandwidth(ns_per_kb: float) -> int:
 
 
 def simulated_step_ns(exercise, catalog: HardwareCatalog) -> float:
-    """The simulator's median step time of ``exercise`` on the calibrated system."""
+    """The simulator's median step time of ``exercise`` on the calibrated system (``SIM_STEPS``
+    steps; an asynchronous exercise's own steps: its step time is the coordinator's step
+    rate over the run, epochs and the functions' start and end included, as measured)."""
     from simdist.training.loop import simulate_exercise
 
-    short = dataclasses.replace(exercise, steps=SIM_STEPS, hardware=SYSTEM)
+    steps = exercise.steps if exercise.strategy in ASYNCHRONOUS else SIM_STEPS
+    short = dataclasses.replace(exercise, steps=steps, hardware=SYSTEM)
     return float(statistics.median(simulate_exercise(short, trace=False,
                                                      catalog=catalog).step_times_ns))
 
@@ -178,8 +197,8 @@ def predict(parameters: dict, exercises) -> list[float]:
 
 
 def _depends(parameter: Parameter, exercise) -> bool:
-    if parameter.applies == "multi_worker":
-        return exercise.num_workers > 1
+    if parameter.applies == "multi_worker":  # a ps cluster's tasks talk over the network
+        return exercise.num_workers > 1 or exercise.strategy in ASYNCHRONOUS
     if parameter.applies == "multi_device":
         return exercise.devices_per_worker > 1
     return parameter.applies in ("all", exercise.strategy)
@@ -192,7 +211,10 @@ def free_parameters(measurements) -> list[Parameter]:
 
 def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,
         on_progress=None) -> Fit:
-    """Fit the parameters to ``measurements`` (see the module's docstring).
+    """Fit the parameters to ``measurements`` (see the module's docstring): the synchronous
+    exercises first, then the asynchronous ones (``ASYNCHRONOUS``) for their strategy's own
+    parameters and those the first stage did not fit (``_later_free``), the others held at
+    the first stage's values.
 
     ``on_progress(done, total)`` is called after each simulation.
     """
@@ -203,11 +225,15 @@ def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,
         if not (np.isfinite(m.median_ns) and m.median_ns > 0):
             raise InvalidArgumentError(f"a measured step time must be a number > 0, got "
                                        f"{m.median_ns!r} for {m.exercise.strategy}")
-    free = free_parameters(measurements)
+    later = [m for m in measurements if m.exercise.strategy in ASYNCHRONOUS]
+    first = [m for m in measurements if m.exercise.strategy not in ASYNCHRONOUS]
+    fitted = free_parameters(first) if first else []
+    stages = [(rows, free) for rows, free in ((first, fitted),
+                                              (later, _later_free(later, fitted)))
+              if rows and free]
     theta = {**START, **(start or {})}
-    measured = np.array([m.median_ns for m in measurements])
     total = iterations * sum(1 + sum(_depends(p, m.exercise) for p in free)
-                             for m in measurements)
+                             for rows, free in stages for m in rows)
     done = 0
 
     def simulate(values, exercise):
@@ -218,6 +244,27 @@ def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,
             on_progress(done, total)
         return out
 
+    for k, (rows, free) in enumerate(stages):
+        theta = _fit_stage(rows, free, theta, iterations, simulate, keep_unused=k > 0)
+    catalog = catalog_for(theta)
+    simulated = [simulated_step_ns(m.exercise, catalog) for m in measurements]
+    return Fit(theta, catalog, measurements, simulated)
+
+
+def _later_free(measurements, fitted) -> list[Parameter]:
+    """The parameters the asynchronous ``measurements`` set: their strategy's own, and of the
+    links and the FLOP time those the synchronous stage did not fit (``fitted``); never the
+    host costs of a synchronous step, which an asynchronous one does not pay."""
+    return [p for p in free_parameters(measurements)
+            if p.applies in ASYNCHRONOUS
+            or (p not in fitted and (p.applies != "all" or p.name == "flop_time"))]
+
+
+def _fit_stage(measurements, free, theta: dict, iterations: int, simulate,
+               keep_unused: bool = False) -> dict:
+    """The parameters ``free`` fitted to ``measurements``, the others as in ``theta``
+    (``keep_unused``: so are those no simulated time moved with)."""
+    measured = np.array([m.median_ns for m in measurements])
     for _ in range(iterations):
         base = [simulate(theta, m.exercise) for m in measurements]
         columns = []
@@ -228,13 +275,14 @@ def fit(measurements, start: dict | None = None, iterations: int = ITERATIONS,
                             if _depends(p, m.exercise) else 0.0
                             for m, b in zip(measurements, base)])
         sens = np.array(columns).T  # exercises x free parameters
+        if keep_unused:
+            used = np.any(sens != 0, axis=0)
+            free, sens = [p for p, u in zip(free, used) if u], sens[:, used]
         current = np.array([theta[p.name] for p in free])
         offset = np.array(base) - sens @ current  # what no parameter pays for
         solution = _least_absolute(sens, measured - offset, measured, ROBUST_ROUNDS)
         theta = {**theta, **{p.name: float(v) for p, v in zip(free, solution)}}
-    catalog = catalog_for(theta)
-    simulated = [simulated_step_ns(m.exercise, catalog) for m in measurements]
-    return Fit(theta, catalog, measurements, simulated)
+    return theta
 
 
 def _least_absolute(a, b, scale, rounds: int, floor: float = 0.01):
@@ -276,6 +324,11 @@ def profile_document(fit_: Fit, machine: str = "") -> dict:
 
 
 def _short(exercise) -> dict:
-    """The fields that set an exercise's step time (``RECORD_FIELDS``)."""
-    return {k: getattr(exercise, k) for k in RECORD_FIELDS}
+    """The fields that set an exercise's step time (``RECORD_FIELDS``; an asynchronous
+    exercise's ps, steps per function and steps too)."""
+    out = {k: getattr(exercise, k) for k in RECORD_FIELDS}
+    if exercise.strategy in ASYNCHRONOUS:
+        out.update(ps=exercise.ps, steps_per_execution=exercise.steps_per_execution,
+                   steps=exercise.steps)
+    return out
 

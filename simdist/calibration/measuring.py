@@ -20,10 +20,12 @@ from simdist.calibration.protocol import EXTRA_RUNS, REPEAT, pass_order
 
 #: the CSV columns of a measured exercise
 FIELDS = ["strategy", "workers", "replicas", "model", "dataset", "hidden", "global_batch",
-          "steps", "runs", "median_ms", "p25_ms", "p75_ms", "wall_s", "error"]
+          "steps", "steps_per_execution", "runs", "median_ms", "p25_ms", "p75_ms", "wall_s",
+          "error"]
 
 #: about how long an exercise takes to measure (s): a worker process each vs one process
-SECONDS = {"multi_worker_mirrored": 11.0}
+#: (parameter_server: a localhost cluster, and tens of ms per scheduled function)
+SECONDS = {"multi_worker_mirrored": 11.0, "parameter_server": 18.0}
 SECONDS_IN_PROCESS = 1.2
 START_S = 6.0  # TensorFlow's start
 
@@ -33,7 +35,8 @@ def row_of(exercise) -> dict:
     return {"strategy": exercise.strategy, "workers": exercise.num_workers,
             "replicas": exercise.devices_per_worker, "model": exercise.model,
             "dataset": exercise.dataset, "hidden": exercise.hidden,
-            "global_batch": exercise.global_batch, "steps": exercise.steps}
+            "global_batch": exercise.global_batch, "steps": exercise.steps,
+            "steps_per_execution": exercise.steps_per_execution}
 
 
 def estimate_s(exercises) -> float:

@@ -17,6 +17,8 @@ pays), sends it to its worker and waits for the result. The "run" message names 
 and carries its small arguments; a per-worker iterator among them is resolved by the worker
 to its own (``simdist/distribute/worker.py``); the "done" reply carries the value's arrays
 or the error's class and message.
+The overhead is by default the coordinator's device profile's ``HostCosts.schedule_overhead_ns``
+(100 us in the built-in profiles; ``simdist calibrate`` fits it).
 
 ``ClusterCoordinator(strategy, remote_value_fetch=True)`` copies the values as TF 2.21's
 ``Worker._process_closure`` does: they stay on the worker, and the coordinator's thread
@@ -43,11 +45,9 @@ from simdist.base.errors import CancelledError, InvalidArgumentError, brief
 from simdist.sim.payloads import Phantom
 from simdist.distribute.parameter_server_strategy import ParameterServerStrategy
 from simdist.distribute.rpc import IteratorRef, decode, encode
+from simdist.hardware.host_costs import SCHEDULE_OVERHEAD_NS
 from simdist.sim.wire import RPC_BYTES, rebuild_error
 
-#: the coordinator's own time per function (Python, serialization, the RPC's start): about
-#: what TF's coordinator spends per small closure on a CPU host
-SCHEDULE_OVERHEAD_NS = 100_000
 LANE = "coordinator"
 FETCH_LANE = "remote values"
 _LOST = object()  # a fetch whose worker failed
@@ -156,11 +156,13 @@ class ClusterCoordinator:
     """``ClusterCoordinator(strategy)`` on the coordinator task (the strategy's ``ctx``)."""
 
     def __init__(self, strategy: ParameterServerStrategy,
-                 schedule_overhead_ns: int = SCHEDULE_OVERHEAD_NS,
+                 schedule_overhead_ns: int | None = None,
                  remote_value_fetch: bool = False):
         if not isinstance(strategy, ParameterServerStrategy):
             raise InvalidArgumentError(f"ClusterCoordinator needs a ParameterServerStrategy, "
                                        f"got {brief(strategy)}")
+        if schedule_overhead_ns is None:  # the coordinator's profile (HostCosts)
+            schedule_overhead_ns = strategy.ctx.hardware.device.host_costs.schedule_overhead_ns
         if isinstance(schedule_overhead_ns, bool) or not isinstance(schedule_overhead_ns, int) \
                 or schedule_overhead_ns < 0:
             raise InvalidArgumentError(f"schedule_overhead_ns must be an int >= 0, got "

@@ -4,7 +4,8 @@
 profiles file sets a cost by that name), and ``simdist calibrate`` fits them under that name
 (``simdist.calibration.fit.PARAMETERS`` is made from the fields and their metadata). The
 built-in profiles leave them at 0, so that a step is its roofline ops and messages alone, as
-the lessons' closed forms have it.
+the lessons' closed forms have it (all but the coordinator's cost per scheduled function,
+``schedule_overhead_ns``, 100 us as it has always been).
 
 A strategy describes the host's work of one of its training steps as a ``HostStep`` (its
 local replicas, its input's bytes, the costs its machinery adds); ``TaskContext.host_step``
@@ -21,14 +22,19 @@ from dataclasses import dataclass, field
 from simdist.base.errors import InvalidArgumentError, brief
 from simdist.hardware.checks import ceil_div, check_int
 
+#: the coordinator's own time per scheduled function that the built-in profiles assume (about
+#: what TF's coordinator spends per small closure on a CPU host; ``schedule_overhead_ns``)
+SCHEDULE_OVERHEAD_NS = 100_000
 
-def _cost(what: str, typical: float, unit: str = "ns", applies: str = "all"):
-    """A cost field, 0 by default, with what calibration needs to fit it: its unit, what it
-    charges, a typical size (where a fit starts), and which exercises can depend on it: "all",
-    "multi_worker" (several workers), "multi_device" (several devices on a worker) or a
-    strategy's name."""
-    return field(default=0, metadata={"unit": unit, "what": what, "typical": typical,
-                                      "applies": applies})
+
+def _cost(what: str, typical: float, unit: str = "ns", applies: str = "all",
+          default: int = 0):
+    """A cost field, 0 unless ``default`` says otherwise, with what calibration needs to fit
+    it: its unit, what it charges, a typical size (where a fit starts), and which exercises can
+    depend on it: "all", "multi_worker" (several workers), "multi_device" (several devices on a
+    worker) or a strategy's name."""
+    return field(default=default, metadata={"unit": unit, "what": what, "typical": typical,
+                                            "applies": applies})
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,14 @@ class HostCosts:
     #: backward pass do not hold
     packed_tensor_overhead_ns: int = _cost("per tensor packed into an all-reduce, per member",
                                            5e4)
+    #: ParameterServerStrategy's ``ClusterCoordinator``, per scheduled function: ``schedule``
+    #: putting a closure on the queue, a worker thread taking it, the RPC that starts it on the
+    #: worker and the ``RemoteValue`` that comes back (TF's Python, serialization, gRPC), paid
+    #: one function at a time on the coordinator; 100 us by default, as the built-in runs
+    #: and their golden traces have it, not 0 like the other costs
+    schedule_overhead_ns: int = _cost(
+        "the coordinator's work per scheduled function (queue, thread, RPC, RemoteValue)",
+        1e6, applies="parameter_server", default=SCHEDULE_OVERHEAD_NS)
 
     def __post_init__(self):
         for name in HOST_COST_NAMES:

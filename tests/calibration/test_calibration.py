@@ -55,9 +55,14 @@ def plan():
 # -- the profile's new fields -----------------------------------------------------------------
 
 def test_host_costs_default_to_zero_so_the_built_in_profiles_are_unchanged():
+    from simdist.hardware.host_costs import SCHEDULE_OVERHEAD_NS
+
     cpu = HardwareCatalog.default().device("cpu-core")
     assert cpu.host_costs == HostCosts() and not cpu.virtual
-    assert all(getattr(cpu.host_costs, name) == 0 for name in HOST_COST_NAMES)
+    assert all(getattr(cpu.host_costs, name) == 0 for name in HOST_COST_NAMES
+               if name != "schedule_overhead_ns")
+    # the coordinator's cost per function: 100 us, as before it was a profile's cost
+    assert cpu.host_costs.schedule_overhead_ns == SCHEDULE_OVERHEAD_NS == 100_000
     assert cpu.compute_time_ns(0, ops=50) == cpu.launch_overhead_ns
     assert cpu.host_costs.step_ns(HostStep(4)) == 0
 
@@ -377,15 +382,23 @@ def test_predict_checks_exercises_calibrate_never_measured_within_its_batches():
     from simdist.calibration.plan import calibration_plan
 
     def key(e):
-        return tuple(getattr(e, k) for k in RECORD_FIELDS)
+        return tuple(getattr(e, k) for k in (*RECORD_FIELDS, "steps_per_execution"))
 
     for quick in (False, True):
         plan, checked = calibration_plan(100, quick), matrix(100, quick)
         assert not {key(e) for e in plan} & {key(e) for e in checked}
     plan, checked = calibration_plan(100), matrix(100)
-    assert len(checked) == 44 and {(e.strategy, e.num_workers, e.devices_per_worker)
+    assert len(checked) == 48 and {(e.strategy, e.num_workers, e.devices_per_worker)
                                    for e in checked} == {(e.strategy, e.num_workers,
                                                           e.devices_per_worker) for e in plan}
+    # ParameterServerStrategy: 1 and 2 workers with a ps, calibrated at 1 and 4 steps per
+    # function (the coordinator's cost per function told from a step's), predicted at 2
+    ps = sorted((e.num_workers, e.ps, e.steps_per_execution) for e in plan
+                if e.strategy == "parameter_server")
+    assert ps == [(1, 1, 1), (1, 1, 4), (2, 1, 1), (2, 1, 4)]
+    assert sorted((e.num_workers, e.model, e.steps_per_execution) for e in checked
+                  if e.strategy == "parameter_server") == [
+        (1, "mlp", 2), (1, "softmax", 2), (2, "mlp", 2), (2, "softmax", 2)]
     batches = [e.global_batch for e in plan]
     assert min(batches) <= min(e.global_batch for e in checked)
     assert max(batches) >= max(e.global_batch for e in checked)

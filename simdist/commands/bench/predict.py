@@ -1,16 +1,19 @@
 """``simdist bench predict``: the calibrated simulator's step times against real TF runs.
 
 A fixed matrix (``matrix``): every strategy realdist runs in synchronous steps here (default,
-one_device, mirrored and central_storage on 1, 2 and 4 logical CPUs, multi_worker_mirrored
-on 1, 2 and 4 worker processes) x two models on the digits x two global batches: softmax
-regression at 128 and 512, a 64-unit MLP at 64 and 1024. None of these is an exercise
-``simdist calibrate`` measured (it runs softmax at 64 and 1024 and a 256-unit MLP), so the
-errors are predictions, not residuals of the fit. Each row: the simulated step time with
-the calibrated profile, the median (and quartiles) measured over the steps of three runs
-(``--repeat``) of 100 steps, the first five steps of each left out (with ``--extra K``, up
-to K runs more where they spread: the measuring protocol, ``simdist.calibration.protocol``),
-and the error; then the median and worst absolute error against the target (median <= 10%,
-worst <= 25%). The CSV (--csv) gets a row as each measurement ends.
+one_device, mirrored and central_storage on 1, 2 and 4 logical CPUs, multi_worker_mirrored on
+1, 2 and 4 worker processes) x two models on the digits x two global batches: softmax
+regression at 128 and 512, a 64-unit MLP at 64 and 1024; and ParameterServerStrategy on 1 and 2
+workers with one ps, softmax at 128 and the MLP at 64, 2 steps per scheduled function
+(``PS_MODELS``). None of these is an exercise ``simdist calibrate`` measured (it runs softmax
+at 64 and 1024 and a 256-unit MLP; ParameterServerStrategy at softmax 64, 1 and 4 steps per
+function), so the errors are predictions, not residuals of the fit. Each row: the simulated
+step time with the calibrated profile, the median (and quartiles) measured over the steps of
+three runs (``--repeat``) of 100 steps, the first five steps of each left out (with ``--extra
+K``, up to K runs more where they spread: the measuring protocol,
+``simdist.calibration.protocol``), and the error; then the median and worst absolute error
+against the target (median <= 10%, worst <= 25%). The CSV (--csv) gets a row as each
+measurement ends.
 
 The machine's own speed moves: on the 2-core development machine the same exercise ran
 30-50% slower than it had ten minutes before. So predict also measures the calibration's
@@ -26,9 +29,15 @@ the calibration rows only and written beside the CSV, and the matrix is predicte
 The validation rows still play no part in the fit, so the errors are still predictions; the
 two sets just see the same machine. It takes about as long as calibrate and predict together.
 
-ParameterServerStrategy is left out: its workers step asynchronously through a
-ClusterCoordinator, and the coordinator's own cost per scheduled function (25-250 ms
-measured here, against the 100 us simdist assumes) is not part of the calibrated profile.
+ParameterServerStrategy's workers step asynchronously through a ClusterCoordinator, so a
+step has no time of its own: its rows are the coordinator's step rate, the time from the
+start of a run's first function to the end of its last over the run's steps (measured by
+``realdist measure``, the function's tracing before the first one left out; simulated over the
+run's own steps, epochs included), measured with the same repeats as the other rows. The
+calibrated profile prices the coordinator's cost per scheduled function
+(``HostCosts.schedule_overhead_ns``: tens of ms measured here, against the 100 us of the
+built-in profiles), which ``simdist calibrate`` fits from its ParameterServerStrategy
+exercises at two numbers of steps per function.
 """
 
 from __future__ import annotations
@@ -42,7 +51,8 @@ import numpy as np
 from simdist.base.errors import InvalidArgumentError
 from simdist.base.files import check_outputs, write_csv
 from simdist.calibration.fit import RECORD_FIELDS, SYSTEM, profile_document, simulated_step_ns
-from simdist.calibration.plan import SIZES, calibration_plan, label, sized_exercise
+from simdist.calibration.plan import (ASYNCHRONOUS, SIZES, calibration_plan, label,
+                                      sized_exercise)
 from simdist.calibration.profile_file import this_machine, write_profile
 from simdist.commands import reporting_errors
 from simdist.commands.real_measure import (DEFAULT_OUTPUT, add_measure_options, error_summary,
@@ -55,18 +65,26 @@ TARGET_MEDIAN, TARGET_WORST = 0.10, 0.25
 #: the (model, global batch) of the calibration exercises measured again (``anchors``)
 ANCHOR = ("softmax", 64)
 
-#: (model, hidden units, global batch): each on every strategy and size
+#: (model, hidden units, global batch): each on every synchronous strategy and size
 MODELS = (("softmax", 32, 128), ("softmax", 32, 512), ("mlp", 64, 64), ("mlp", 64, 1024))
+#: ParameterServerStrategy's: fewer (a run takes seconds: tens of ms per function), at
+#: ``PS_STEPS_PER_EXECUTION`` steps per function, between the calibration's 1 and 4
+PS_MODELS = (("softmax", 32, 128), ("mlp", 64, 64))
+PS_STEPS_PER_EXECUTION = 2
 
 
 def matrix(steps: int, quick: bool = False, only=None) -> list[Exercise]:
     """The exercises predicted and measured (``quick``: 2 of them)."""
     sizes = {"mirrored": (2,), "multi_worker_mirrored": (2,)} if quick else SIZES
-    models = MODELS[2:3] if quick else MODELS
     out = []
     for strategy, counts in sizes.items():
         if only and strategy not in only:
             continue
+        if strategy in ASYNCHRONOUS:
+            out += [sized_exercise(strategy, n, *model, steps, PS_STEPS_PER_EXECUTION)
+                    for n in counts for model in PS_MODELS]
+            continue
+        models = MODELS[2:3] if quick else MODELS
         out += [sized_exercise(strategy, n, *model, steps) for n in counts for model in models]
     return out
 
@@ -82,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "simdist calibrate writes)")
     add_measure_options(parser, "exercise")
     parser.add_argument("--quick", action="store_true",
-                        help="2 exercises instead of 44 (a check that it works)")
+                        help="2 exercises instead of 48 (a check that it works)")
     parser.add_argument("--only", metavar="STRATEGY[,...]", default=None,
                         help=f"only these strategies: {', '.join(SIZES)}")
     parser.add_argument("--csv", default="out/predict.csv", metavar="FILE",
@@ -123,6 +141,7 @@ def anchors(path, steps: int, only=None) -> list[tuple[Exercise, float]]:
     for row in record:
         fields = {k: row["exercise"][k] for k in RECORD_FIELDS}
         if ((fields["model"], fields["global_batch"]) == ANCHOR
+                and fields["strategy"] not in ASYNCHRONOUS  # a rate, not a step's time
                 and (not only or fields["strategy"] in only)):
             out.append((Exercise(**fields, steps=steps), float(row["measured_ns"])))
     return out
