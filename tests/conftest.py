@@ -135,3 +135,15 @@ class LessonChecks:
         module = types.ModuleType("answers")
         exec(source, module.__dict__)  # noqa: S102 - the test's own answers
         return lessons.run_check(self.checks[exercise], module)
+
+
+def left_behind() -> list:
+    """This test process's descendants that should have ended: all but its TF zygotes
+    (``realdist.runtime.zygote``: one per set of imports, living as long as the process);
+    what a zygote forked and left running counts."""
+    import psutil
+
+    from realdist.runtime import zygote
+
+    keep = zygote.running()
+    return [p for p in psutil.Process().children(recursive=True) if p.pid not in keep]

@@ -193,6 +193,12 @@ def zygote(imports: str, env: dict) -> Zygote | None:
     return found
 
 
+def running() -> set[int]:
+    """The pids of this process's live zygotes (they live as long as it does)."""
+    return {found.proc.pid for key, found in _ZYGOTES.items()
+            if key[0] == os.getpid() and found.proc.poll() is None}
+
+
 @atexit.register
 def _close_all() -> None:
     for key, found in list(_ZYGOTES.items()):

@@ -16,7 +16,7 @@ from simdist.commands.cli import main
 from course.notebooks import write_notebook
 
 from tests.browser import INSTALL, Chromium, find_chromium
-from tests.conftest import ROOT
+from tests.conftest import ROOT, left_behind
 
 PNG = base64.b64decode(  # a 1x1 PNG
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5Erk"
@@ -281,7 +281,7 @@ def test_executing_a_notebook_keeps_the_traces_of_its_timelines(repo, capfd):
     # the kernels talk over Unix sockets: no TCP port, no warning about one; none is left
     assert "TCP" not in capfd.readouterr().err
     psutil = pytest.importorskip("psutil")
-    assert psutil.Process().children(recursive=True) == []
+    assert left_behind() == []
     trace = repo / "site" / "01_tiny" / "traces" / "trace-01.json"
     assert json.loads(trace.read_text())["traceEvents"]
     page = (repo / "site" / "01_tiny.html").read_text()

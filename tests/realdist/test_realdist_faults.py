@@ -18,6 +18,7 @@ from realdist.training import ps_programs, queue_programs
 from realdist.training.parameter_server_runner import run_parameter_server
 from simdist.base.errors import UnavailableError
 from simdist.training.exercises import Exercise
+from tests.conftest import left_behind
 
 TIMEOUT = 60  # each run's; a fault seen ends it within STOPPED_S + a few seconds
 
@@ -84,7 +85,7 @@ def test_a_stopped_or_killed_task_is_named_at_once_and_nothing_is_left(program, 
     with signal_on_start(task, sig) as sent, pytest.raises(UnavailableError, match=expected):
         program()
     assert sent and time.monotonic() - began < TIMEOUT / 2  # not at the timeout
-    assert psutil.Process().children(recursive=True) == []
+    assert left_behind() == []
 
 
 class _Proc:

@@ -15,6 +15,7 @@ from realdist.training.parameter_server_fit import fit_parameter_server
 from simdist.commands.cli import main as simdist_main
 from simdist.base.errors import InvalidArgumentError, UnimplementedError
 from simdist.training.exercises import Exercise, RunResult
+from tests.conftest import left_behind
 
 # embedding: a sharded table looked up row by row; 8 steps of 3 per function: 3, 3, 2
 PARITY = ["parameter_server", "--workers", "1", "--ps", "2", "--model", "embedding",
@@ -39,7 +40,7 @@ def failure():
                         workers=2, ps=1, steps=16, steps_per_execution=4,
                         failures=("worker:1@0s+1ms",))
     result = run_parameter_server(exercise, timeout=200)
-    return result, psutil.Process().children(recursive=True)
+    return result, left_behind()
 
 
 @pytest.mark.realtf
@@ -127,7 +128,7 @@ def test_model_fit_with_tf_keras_and_backup_and_restore_trains_through_a_killed_
     assert fit["loss"][-1] < fit["loss"][0] / 4, fit["loss"]
     # a backup after every epoch, removed when fit ends
     assert fit["backed_up"] == [["chief"]] * 3 and fit["backup_left"] == []
-    assert psutil.Process().children(recursive=True) == []
+    assert left_behind() == []
 
 
 def test_a_ps_failure_is_refused_on_real_tf():

@@ -15,6 +15,7 @@ from realdist.training import ps_programs
 from realdist.cli import main as realdist_main
 from realdist.training.ps_compare import compare_train_on_ps, differs
 from simdist.base.errors import DeadlineExceededError
+from tests.conftest import left_behind
 
 pytestmark = pytest.mark.realtf
 
@@ -175,7 +176,7 @@ def test_runs_end_soon_after_training_and_leave_no_process(backup, async_run, ps
         trained = max(t for runs in real.worker_runs.values() for t, _, _ in runs)
         # the chief closes after its stop_grace_period_secs (1 s), not TF's default 120 s
         assert trained < real.end_time < trained + 10e9
-    assert psutil.Process().children(recursive=True) == []
+    assert left_behind() == []
 
 
 @pytest.mark.timeout(60)
@@ -183,7 +184,7 @@ def test_a_run_past_its_timeout_is_stopped_and_leaves_no_process():
     psutil = pytest.importorskip("psutil")
     with pytest.raises(DeadlineExceededError, match="did not finish within 3 s"):
         ps_programs.real_train_on_ps(workers=2, mode="sync", steps=2, timeout=3)
-    assert psutil.Process().children(recursive=True) == []
+    assert left_behind() == []
 
 
 @pytest.mark.timeout(300)

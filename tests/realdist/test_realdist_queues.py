@@ -9,6 +9,7 @@ from realdist.graph import queues
 from realdist.cli import main as realdist_main
 from realdist.runtime.localcluster import PrivateNetwork, Task, run_cluster
 from simdist.base.errors import DeadlineExceededError
+from tests.conftest import left_behind
 
 pytestmark = pytest.mark.realtf
 
@@ -129,7 +130,7 @@ def test_a_hanging_task_ends_the_run_at_its_timeout_and_nothing_is_left():
     with pytest.raises(DeadlineExceededError, match="still running: worker:0 -- killed"):
         run_cluster({"ps": 1}, [Task("ps:0", serve, server=True),
                                 Task("worker:0", "import time\ntime.sleep(600)")], timeout=5)
-    assert psutil.Process().children(recursive=True) == []
+    assert left_behind() == []
 
 
 @pytest.mark.timeout(120)
