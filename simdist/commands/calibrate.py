@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "beside --output, *_measurements.csv)")
     add_measure_options(parser, "exercise")
     parser.add_argument("--quick", action="store_true",
-                        help="3 exercises instead of 44 (a check that it works, not a "
+                        help=f"{len(calibration_plan(1, quick=True))} exercises instead of "
+                             f"{len(calibration_plan(1))} (a check that it works, not a "
                              "profile to trust)")
     parser.add_argument("--from-csv", metavar="TABLE", default=None,
                         help="fit your own table of measured times instead of measuring: "
