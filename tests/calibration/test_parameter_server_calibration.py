@@ -16,14 +16,8 @@ from simdist.calibration.profile_file import write_profile
 from simdist.commands.cli import main as simdist_main
 from simdist.trace.schema import Span
 from simdist.training.exercises import Exercise
+from tests.calibration.test_calibration import TRUE  # the same made-up machine's costs
 
-#: a made-up machine (the synchronous costs as tests/calibration/test_calibration.py's TRUE)
-TRUE = {"step_overhead_ns": 800_000.0, "replica_overhead_ns": 150_000.0,
-        "input_pipeline_overhead_ns": 200_000.0, "distributed_step_overhead_ns": 1_000_000.0,
-        "input_kb_ns": 800.0, "packed_tensor_overhead_ns": 40_000.0, "op_overhead_ns": 10_000.0,
-        "collective_overhead_ns": 300_000.0, "flop_time": 8_000.0, "intra_latency": 50_000.0,
-        "intra_byte_time": 40.0, "network_latency": 3_000_000.0, "network_byte_time": 500.0,
-        "multi_worker_step_overhead_ns": 600_000.0, "shared_op_overhead_ns": 150_000.0}
 #: and its coordinator's cost per scheduled function
 PER_FUNCTION = {**TRUE, "schedule_overhead_ns": 20e6}
 
