@@ -27,6 +27,7 @@ from simdist.graph.placement import parse_placement_log
 
 from realdist.runtime.localcluster import PrivateNetwork
 from realdist.runtime.processes import IMPORTS, MARK, PRELUDE, child_env, free_ports, import_env
+from realdist.runtime.tempdirs import owned_tempdir
 from realdist.runtime.zygote import zygote
 
 
@@ -44,13 +45,15 @@ def run_python(code: str, timeout: float = 120, network=None) -> tuple[dict, str
     ``realdist.runtime.zygote``, or ``python -c`` where that is off), in ``network`` (a
     ``PrivateNetwork``) if given; returns (what it emitted, its stderr)."""
     found = zygote(IMPORTS, import_env(child_env()))
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with owned_tempdir("realdist-program-") as tmp, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err:
+        env = child_env(tmp)  # AutoGraph's files go with tmp, whatever ends the program
         if found is None:
             proc = subprocess.Popen([sys.executable, "-c", PRELUDE + code], stdout=out,
-                                    stderr=err, env=child_env(),
+                                    stderr=err, env=env,
                                     preexec_fn=network.preexec_fn() if network else None)
         else:
-            proc = found.spawn(PRELUDE + code, [], child_env(), out.fileno(), err.fileno(),
+            proc = found.spawn(PRELUDE + code, [], env, out.fileno(), err.fileno(),
                                "tf-program",
                                namespaces=network.namespaces() if network else None)
         try:

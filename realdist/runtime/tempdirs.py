@@ -1,10 +1,11 @@
 """Temporary folders of real runs that a killed launcher cannot leave behind.
 
 Every folder a real run makes in the system's temporary directory (a multi-worker job's, a
-local cluster's, the parameter-server runs' checkpoints, ``BackupAndRestore``'s backups) is
-named after the process that made it, ``PREFIX<pid>-<random>``, and removed when that
-process is done with it. A process killed with SIGKILL never gets there: the next run
-removes every such folder whose process is gone (``sweep``), before it makes its own.
+local cluster's, a TF program's (``run_python``), the parameter-server runs' checkpoints,
+``BackupAndRestore``'s backups) is named after the process that made it,
+``PREFIX<pid>-<random>``, and removed when that process is done with it. A process killed
+with SIGKILL never gets there: the next run removes every such folder whose process is gone
+(``sweep``), before it makes its own.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 #: the prefixes of realdist's temporary folders
-PREFIXES = ("realdist-mwms-", "realdist-cluster-", "realdist-checkpoints-", "realdist-backup-")
+PREFIXES = ("realdist-mwms-", "realdist-cluster-", "realdist-checkpoints-", "realdist-backup-",
+            "realdist-program-")
 
 
 def owned_tempdir(prefix: str) -> tempfile.TemporaryDirectory:

@@ -157,3 +157,13 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.realtf
+@pytest.mark.timeout(120)
+def test_a_tf_program_s_temporary_files_go_with_its_run():
+    from realdist.graph.tf1 import run_python
+
+    out = run_python("import tempfile\nemit('tmp', tempfile.gettempdir())")[0]
+    assert os.path.basename(out["tmp"]).startswith("realdist-program-")
+    assert not os.path.exists(out["tmp"])  # AutoGraph's files, if any, went with it
