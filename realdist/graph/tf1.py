@@ -15,7 +15,6 @@ import inspect
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import textwrap
 from dataclasses import dataclass
@@ -26,9 +25,9 @@ from simdist.base.errors import DeadlineExceededError, UnavailableError
 from simdist.graph.placement import parse_placement_log
 
 from realdist.runtime.localcluster import PrivateNetwork
-from realdist.runtime.processes import IMPORTS, MARK, PRELUDE, child_env, free_ports, import_env
+from realdist.runtime.processes import MARK, PRELUDE, child_env, free_ports
 from realdist.runtime.tempdirs import owned_tempdir
-from realdist.runtime.zygote import zygote
+from realdist.runtime.zygote import start_program
 
 
 def program_source(fn) -> str:
@@ -44,18 +43,11 @@ def run_python(code: str, timeout: float = 120, network=None) -> tuple[dict, str
     """Run ``PRELUDE + code`` as a fresh Python would (forked by this process's TF zygote,
     ``realdist.runtime.zygote``, or ``python -c`` where that is off), in ``network`` (a
     ``PrivateNetwork``) if given; returns (what it emitted, its stderr)."""
-    found = zygote(IMPORTS, import_env(child_env()))
     with owned_tempdir("realdist-program-") as tmp, tempfile.TemporaryFile() as out, \
             tempfile.TemporaryFile() as err:
-        env = child_env(tmp)  # AutoGraph's files go with tmp, whatever ends the program
-        if found is None:
-            proc = subprocess.Popen([sys.executable, "-c", PRELUDE + code], stdout=out,
-                                    stderr=err, env=env,
-                                    preexec_fn=network.preexec_fn() if network else None)
-        else:
-            proc = found.spawn(PRELUDE + code, [], env, out.fileno(), err.fileno(),
-                               "tf-program",
-                               namespaces=network.namespaces() if network else None)
+        # AutoGraph's files go with tmp, whatever ends the program
+        proc = start_program(PRELUDE + code, [], child_env(tmp), out.fileno(), err.fileno(),
+                             "tf-program", network=network)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -245,19 +237,11 @@ def real_shared_counter(increments=(3, 3), timeout: float = 120, source: str | N
 def _start_servers(network, cluster) -> tuple:
     """The process serving ``cluster`` (``_SERVERS``) in ``network``: (process, its stdout,
     its stdin), stdout and stdin pipes."""
-    found = zygote(IMPORTS, import_env(child_env()))
-    if found is None:
-        servers = subprocess.Popen([sys.executable, "-c", PRELUDE + _SERVERS,
-                                    json.dumps(cluster)], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                   env=child_env(), preexec_fn=network.preexec_fn())
-        return servers, servers.stdout, servers.stdin
     out_r, out_w = os.pipe()
     in_r, in_w = os.pipe()
     with open(os.devnull, "wb") as null:
-        servers = found.spawn(PRELUDE + _SERVERS, [json.dumps(cluster)], child_env(), out_w,
-                              null.fileno(), "tf-servers", stdin=in_r,
-                              namespaces=network.namespaces())
+        servers = start_program(PRELUDE + _SERVERS, [json.dumps(cluster)], child_env(), out_w,
+                                null.fileno(), "tf-servers", stdin=in_r, network=network)
     os.close(out_w)
     os.close(in_r)
     return servers, os.fdopen(out_r, "r"), os.fdopen(in_w, "w")

@@ -32,10 +32,11 @@ from simdist.base.errors import UnavailableError
 from simdist.base.processes import die_with_parent
 
 from realdist.runtime import forkstart
+from realdist.runtime.processes import IMPORTS, import_env
 
 #: the zygote's program (``python -c``): preload, then fork one child per request
 _MAIN = r"""
-import json, os, selectors, socket, sys
+import json, socket, sys
 from realdist.runtime import forkstart, zygote
 sock = socket.socket(fileno=int(sys.argv[1]))
 forkstart.preload(sys.argv[2], json.loads(sys.argv[3]))
@@ -179,6 +180,21 @@ class Zygote:
 
 
 _ZYGOTES: dict = {}
+
+
+def start_program(code: str, args: list[str], env: dict, stdout: int, stderr: int, name: str,
+                  stdin: int | None = None, network=None):
+    """Start a TF program (``PRELUDE``'s imports, then ``code``) as ``python -c code *args``
+    with ``env`` and these file descriptors, in ``network`` (a ``PrivateNetwork``) if given:
+    forked by this process's zygote, or a fresh Python where that is off. A ``Spawned`` or a
+    ``subprocess.Popen``: either is polled, waited for with a timeout and killed alike."""
+    found = zygote(IMPORTS, import_env(env))
+    if found is None:
+        return subprocess.Popen([sys.executable, "-c", code, *args], stdin=stdin,
+                                stdout=stdout, stderr=stderr, env=env,
+                                preexec_fn=network.preexec_fn() if network else None)
+    return found.spawn(code, args, env, stdout, stderr, name, stdin=stdin,
+                       namespaces=network.namespaces() if network else None)
 
 
 def zygote(imports: str, env: dict) -> Zygote | None:
