@@ -2,16 +2,19 @@
 
 The launcher picks free ports, writes every worker's ``TF_CONFIG``
 (simdist.hardware.cluster's ``tf_config_for_all_tasks``) and starts ``python -m
-realdist.distribute.multiworker DIR`` once per worker, each in its own process group. A
-worker sets up its devices, creates the strategy (before any other TF op: that starts the
-runtime) with ``CommunicationOptions(implementation=RING|NCCL|AUTO, timeout_seconds=...)``
-and trains; worker 0 (the chief) reports every step as it goes. The launcher watches them: a
-worker that exits with an error ends the run at once (UnavailableError with the end of its
-log), one that hangs ends it at the timeout (DeadlineExceededError), and every worker's
-process group is killed in ``finally``, so no child outlives the run. The workers run in a
-private network (``realdist.runtime.localcluster.PrivateNetwork``) on 127.0.0.1: TF's
-servers cannot be reached from another machine. A launcher killed outright leaves its job
-directory behind; the next launch removes it.
+realdist.distribute.multiworker DIR`` once per worker, forked by the caller's TF zygote
+(``realdist.runtime.zygote``: TensorFlow imported once, not once per worker) and named after
+its task (``worker:0``, what ``ps`` shows). A worker sets up its devices, creates the
+strategy (before any other TF op: that starts the runtime) with
+``CommunicationOptions(implementation=RING|NCCL|AUTO, timeout_seconds=...)`` and trains;
+worker 0 (the chief) reports every step as it goes. The launcher watches them: a worker that
+exits with an error ends the run at once (UnavailableError with the end of its log), one
+that hangs ends it at the timeout (DeadlineExceededError), and every worker is killed in
+``finally``, so no child outlives the run (nor a killed launcher: its zygote and the workers
+die with it). The workers run in a private network
+(``realdist.runtime.localcluster.PrivateNetwork``) on 127.0.0.1: TF's servers cannot be
+reached from another machine. A launcher killed outright leaves its job directory behind;
+the next launch removes it.
 
 On CPUs TF's MultiWorkerMirroredStrategy runs ONE replica per worker (it uses CPU:0 only; it
 ignores logical CPUs), so more replicas per worker need that many GPUs per worker.
@@ -26,6 +29,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,9 +42,10 @@ from simdist.base.errors import (DeadlineExceededError, InvalidArgumentError, Si
 from simdist.training.exercises import Exercise
 
 from realdist.runtime.localcluster import PrivateNetwork
-from realdist.runtime.processes import free_ports, kill_group, log_tail
+from realdist.runtime.processes import free_ports, log_tail
 from realdist.runtime.tempdirs import owned_tempdir
 from realdist.runtime.watch import describe_exit
+from realdist.runtime.zygote import start_program
 from realdist.training.loop_result import result_from_workers
 
 FAULT_ENV = "REALDIST_FAULT"
@@ -49,6 +54,10 @@ JOB_DIR_PREFIX = "realdist-mwms-"
 #: the most worker processes realdist starts on one machine
 MAX_LOCAL_WORKERS = 16
 PROGRESS = "progress.jsonl"
+#: what ``realdist.runtime.tfenv`` sets unless the user did, given to the workers so that the
+#: zygote imports TensorFlow as the worker would
+TFENV_DEFAULTS = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_USE_LEGACY_KERAS": "1"}
+COUNT_GPUS = "import tensorflow as tf\nprint(len(tf.config.list_physical_devices('GPU')))\n"
 
 
 def worker_devices_env(exercise: Exercise, num_gpus: int) -> list[dict]:
@@ -66,6 +75,29 @@ def worker_devices_env(exercise: Exercise, num_gpus: int) -> list[dict]:
     return [{"CUDA_VISIBLE_DEVICES": ""} for _ in range(exercise.workers)]
 
 
+def visible_gpus(timeout: float = 120) -> int:
+    """How many GPUs TensorFlow sees here (``tf.config.list_physical_devices``), asked of a
+    program that the workers' zygote forks: the launcher itself never imports TensorFlow."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = start_program(COUNT_GPUS, [], {**TFENV_DEFAULTS, **os.environ}, out.fileno(),
+                             err.fileno(), "count-gpus")
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise DeadlineExceededError(f"counting the GPUs TensorFlow sees took over "
+                                        f"{timeout:g} s") from None
+        finally:
+            proc.kill()
+            proc.wait()
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            said = err.read().decode(errors="replace")[-2000:]
+            raise UnavailableError(f"counting the GPUs TensorFlow sees failed (exit "
+                                   f"{proc.returncode}):\n{said}")
+        return int(out.read())
+
+
 def run_multi_worker(exercise: Exercise, timeout: float = 300, on_step=None):
     """Train a multi_worker_mirrored exercise with one local process per worker."""
     if exercise.strategy != "multi_worker_mirrored":
@@ -76,9 +108,7 @@ def run_multi_worker(exercise: Exercise, timeout: float = 300, on_step=None):
             f"--workers {exercise.workers}: each worker is a TensorFlow process of its own "
             f"(hundreds of MB); at most {MAX_LOCAL_WORKERS} on one machine (simdist "
             "simulates more)")
-    from realdist.runtime.devices import gpus
-
-    envs = worker_devices_env(exercise, len(gpus()))
+    envs = worker_devices_env(exercise, visible_gpus())
     # the collectives' own timeout backs up the launcher's (which fires first, naming who hangs)
     job = {"mode": "train", "exercise": exercise.to_dict(), "timeout": timeout + 10}
     outs = launch(job, envs, timeout, on_step)
@@ -102,12 +132,14 @@ def launch(job: dict, envs: list[dict], timeout: float, on_step=None,
            worker: tuple = ("-m", "realdist.distribute.multiworker")) -> list[dict]:
     """Start one worker per entry of ``envs``, watch them, return their outputs in order.
 
-    ``worker`` is the Python program each one runs (given the job directory as its argument):
-    this module's ``worker_main`` unless a test wraps it.
+    ``worker`` is the Python program each one runs (given the job directory as its argument),
+    as ``python``'s arguments: ``("-m", MODULE)``, ``("-c", CODE)`` or ``(PATH,)``; this
+    module's ``worker_main`` unless a test wraps it.
     """
     deadline = time.monotonic() + timeout
     cluster = ClusterSpec({"worker": [f"127.0.0.1:{p}" for p in free_ports(len(envs))]})
     configs = tf_config_for_all_tasks(cluster)
+    code = _program(worker)
     with PrivateNetwork() as net, owned_tempdir(JOB_DIR_PREFIX) as tmp:
         tmp = Path(tmp)
         (tmp / "job.json").write_text(json.dumps(job))
@@ -115,19 +147,29 @@ def launch(job: dict, envs: list[dict], timeout: float, on_step=None,
         try:
             for i, env in enumerate(envs):
                 with open(tmp / f"worker{i}.log", "wb") as log:
-                    # in the private network: TF's servers reachable from no other machine;
-                    # dying with the launcher if it dies without its ``finally``
-                    procs.append(subprocess.Popen(
-                        [sys.executable, *worker, str(tmp)],
-                        env={**os.environ, **env, "TF_CONFIG": configs[f"worker:{i}"],
-                             "TMPDIR": str(tmp)},  # AutoGraph's files go with tmp
-                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                        preexec_fn=net.preexec_fn()))
+                    # in the private network: TF's servers reachable from no other machine
+                    procs.append(start_program(
+                        code, [str(tmp)],
+                        {**TFENV_DEFAULTS, **os.environ, **env,
+                         "TF_CONFIG": configs[f"worker:{i}"],
+                         "TMPDIR": str(tmp)},  # AutoGraph's files go with tmp
+                        log.fileno(), log.fileno(), f"worker:{i}", network=net))
             _watch(procs, tmp, deadline, timeout, on_step)
         finally:
             for p in procs:
-                kill_group(p)
+                p.kill()
+                p.wait()
         return [json.loads((tmp / f"worker{i}.json").read_text()) for i in range(len(envs))]
+
+
+def _program(worker: tuple) -> str:
+    """The code ``python *worker`` runs, for ``start_program`` (which runs code)."""
+    if worker[0] == "-c":
+        return worker[1]
+    if worker[0] == "-m":
+        return (f"import runpy\nrunpy.run_module({worker[1]!r}, run_name='__main__', "
+                "alter_sys=True)\n")
+    return f"import runpy\nrunpy.run_path({worker[0]!r}, run_name='__main__')\n"
 
 
 def _watch(procs, tmp: Path, deadline: float, timeout: float, on_step) -> None:

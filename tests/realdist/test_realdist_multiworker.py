@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 from simdist.distribute.input_lib import split_global_batch
@@ -23,9 +24,10 @@ from simdist.training import simulate_exercise
 from simdist.base.errors import InvalidArgumentError
 from simdist.training.exercises import Exercise, RunResult, max_weight_difference
 from tests.conftest import ROOT
-from tests.realdist.test_realdist import PARITY_TOLERANCE, run_python
+from tests.realdist.test_realdist import PARITY_TOLERANCE
 
 from realdist.distribute.multiworker import FAULT_ENV, multi_worker_split, worker_devices_env
+from realdist.runtime.processes import kill_group
 
 pytestmark = pytest.mark.realtf
 
@@ -34,24 +36,50 @@ EXERCISE = Exercise(strategy="multi_worker_mirrored", workers=2, devices_per_wor
 
 
 def realdist_run(tmp_path, *options, fault=None, timeout=100):
-    """``realdist run multi_worker_mirrored`` (2 workers x 1) with its temp files in tmp_path,
-    so that its worker processes can be found by their command line."""
-    env = {"TMPDIR": str(tmp_path), **({FAULT_ENV: fault} if fault else {})}
-    return run_python(["-m", "realdist", "run", "multi_worker_mirrored", "--workers", "2",
-                       "--replicas", "1", *options], timeout=timeout, env=env)
-
-
-def processes_mentioning(text: str) -> list[str]:
-    """Command lines of live processes that contain ``text``."""
-    found = []
-    for entry in Path("/proc").iterdir():
+    """``realdist run multi_worker_mirrored`` (2 workers x 1) with its temp files in tmp_path;
+    the result's ``workers`` are the worker processes seen while it ran (``workers_of``)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path), **({FAULT_ENV: fault} if fault else {})}
+    seen = {}
+    with open(tmp_path / "stdout", "w+") as out, open(tmp_path / "stderr", "w+") as err:
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "realdist", "run", "multi_worker_mirrored", "--workers", "2",
+             "--replicas", "1", *options], cwd=ROOT, stdout=out, stderr=err, text=True,
+            env=env, start_new_session=True)
+        deadline = time.monotonic() + timeout
         try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, ValueError):
-            continue
-        if entry.name.isdigit() and text in cmdline:
-            found.append(cmdline)
+            while launcher.poll() is None and time.monotonic() < deadline:
+                seen.update((w.pid, w) for w in workers_of(launcher.pid))
+                time.sleep(0.05)
+        finally:
+            kill_group(launcher)
+        out.seek(0)
+        err.seek(0)
+        proc = subprocess.CompletedProcess(launcher.args, launcher.returncode, out.read(),
+                                           err.read())
+    proc.workers = list(seen.values())
+    return proc
+
+
+def workers_of(pid: int) -> list[psutil.Process]:
+    """The live worker processes below process ``pid``: forked by its TF zygote, each named
+    after its task (``worker:0``)."""
+    try:
+        below = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    found = []
+    for proc in below:
+        try:
+            if proc.name().startswith("worker:"):
+                found.append(proc)
+        except psutil.NoSuchProcess:
+            pass
     return found
+
+
+def still_running(procs: list[psutil.Process]) -> list[psutil.Process]:
+    """Those of ``procs`` still alive (``is_running`` is not fooled by a reused pid)."""
+    return [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
 @pytest.fixture(scope="module")
@@ -159,22 +187,22 @@ def test_a_worker_that_crashes_ends_the_run_at_once(tmp_path):
                                   "(crashed); the run is stopped and every worker killed")
     assert "REALDIST_FAULT: worker:1 crashes before step 2" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert processes_mentioning(str(tmp_path)) == []
+    assert len(proc.workers) == 2 and still_running(proc.workers) == []
 
 
 @pytest.mark.timeout(90)
 def test_a_worker_that_hangs_ends_the_run_at_the_timeout(tmp_path):
     start = time.monotonic()
-    proc = realdist_run(tmp_path, "--timeout", "20", fault="hang:1:2")
+    proc = realdist_run(tmp_path, "--timeout", "30", fault="hang:1:2")
     took = time.monotonic() - start
-    assert 20 <= took < 40
+    assert 30 <= took < 50
     assert proc.returncode == 1, proc.stdout + proc.stderr
     # the chief reports steps 0 and 1, unless a loaded machine started TF too slowly for that
     assert re.match(r"realdist: DeadlineExceededError: the multi-worker run did not finish "
-                    r"within its timeout of 20 s \([012] steps reported", proc.stderr)
+                    r"within its timeout of 30 s \([012] steps reported", proc.stderr)
     assert "still running: worker:0, worker:1 -- killed" in proc.stderr
     assert "REALDIST_FAULT: worker:1 hangs before step 2" in proc.stderr
-    assert processes_mentioning(str(tmp_path)) == []
+    assert len(proc.workers) == 2 and still_running(proc.workers) == []
 
 
 def start_hanging_run(tmp_path):
@@ -196,13 +224,14 @@ def start_hanging_run(tmp_path):
 def test_workers_die_with_a_killed_launcher(tmp_path):
     launcher = start_hanging_run(tmp_path)
     try:
-        assert len(processes_mentioning(str(tmp_path))) == 2
+        workers = workers_of(launcher.pid)
+        assert sorted(w.name() for w in workers) == ["worker:0", "worker:1"]
         launcher.kill()  # SIGKILL: its finally never runs
         launcher.wait()
         deadline = time.monotonic() + 10
-        while processes_mentioning(str(tmp_path)) and time.monotonic() < deadline:
+        while still_running(workers) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert processes_mentioning(str(tmp_path)) == []
+        assert still_running(workers) == []
     finally:
         launcher.kill()
         launcher.wait()
@@ -241,8 +270,7 @@ def test_tf_servers_listen_in_a_private_network_not_on_this_machine(tmp_path):
     run in a network namespace with only a loopback, so no interface of the machine has it."""
     launcher = start_hanging_run(tmp_path)
     try:
-        pids = [entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()
-                and str(tmp_path) in (entry / "cmdline").read_bytes().decode(errors="replace")]
+        pids = [str(w.pid) for w in workers_of(launcher.pid)]
         assert len(pids) == 2
         on_this_machine = listening_inodes(Path("/proc/self/net"))
         for pid in pids:
