@@ -32,30 +32,34 @@ $(STAMP): pyproject.toml
 EXERCISE ?= --model mlp --dataset digits --global-batch 64 --steps 20
 demo: $(STAMP)
 	@mkdir -p out
-	@echo "== [1/3] simdist: MultiWorkerMirroredStrategy, 4 simulated workers, mpiexec -n 4"
+	@echo "== [1/4] simdist: MultiWorkerMirroredStrategy, 4 simulated workers, mpiexec -n 4"
 	$(MPIEXEC) $(MPIFLAGS) -n 4 $(BIN)/python -m mpi4py -m simdist run multi_worker_mirrored \
 		--workers 4 --replicas 1 $(EXERCISE) --result out/sim.json --trace out/sim_trace.json \
 		--timeline out/sim_timeline.png --quiet
-	@echo "== [2/3] realdist: MirroredStrategy on 4 logical CPUs (real TensorFlow)"
+	@echo "== [2/4] realdist: MirroredStrategy on 4 logical CPUs (real TensorFlow)"
 	$(BIN)/realdist run mirrored --replicas 4 $(EXERCISE) --result out/real.json --trace out/real_trace.json
-	@echo "== [3/3] simulated vs real"
+	@echo "== [3/4] simulated vs real: the same weights"
 	$(BIN)/simdist compare out/sim.json out/real.json -o out/compare.png
 	@if [ -f $(CALIBRATED) ]; then \
-		echo "== calibrated prediction: the real run's MirroredStrategy on this machine's profile ($(CALIBRATED))"; \
-		$(BIN)/simdist run mirrored --replicas 4 $(EXERCISE) --profiles-file $(CALIBRATED) \
-			--profile calibrated --result out/sim_calibrated.json --quiet && \
-		$(BIN)/simdist compare out/sim_calibrated.json out/real.json -o out/compare_calibrated.png \
-			| tail -2; \
+		echo "== [4/4] predicted step time: the real run's MirroredStrategy simulated on this machine's profile ($(CALIBRATED), make calibrate)"; \
+		profile=$(CALIBRATED); \
 	else \
-		echo "(the 'cpu' profile prices FLOPs and bytes only: 'make calibrate' fits a profile to this"; \
-		echo " machine in about 12 min, and the demo then predicts the real step time from it)"; \
-	fi
+		echo "== [4/4] predicted step time: the reference profile, scaled to this machine by 3 short real runs"; \
+		$(BIN)/simdist calibrate --anchor -o $(ANCHORED) || exit 1; \
+		profile=$(ANCHORED); \
+	fi; \
+	$(BIN)/simdist run mirrored --replicas 4 $(EXERCISE) --profiles-file $$profile \
+		--profile calibrated --result out/sim_predicted.json --quiet && \
+	$(BIN)/simdist compare out/sim_predicted.json out/real.json -o out/compare_predicted.png \
+		| grep "^median step time"
 	@echo "files: out/sim_trace.json, out/real_trace.json (open in https://ui.perfetto.dev),"
-	@echo "       out/sim_timeline.png, out/compare.png"
+	@echo "       out/sim_timeline.png, out/compare.png, out/compare_predicted.png"
 
 # A hardware profile fitted to this machine's real TF step times (out/calibrated.json), then
 # its predictions checked against real runs of other exercises.
 CALIBRATED ?= out/calibrated.json
+# The shipped reference profile scaled to this machine (simdist calibrate --anchor, make demo)
+ANCHORED ?= out/anchored.json
 calibrate: $(STAMP)
 	$(BIN)/simdist calibrate -o $(CALIBRATED)
 	$(BIN)/simdist bench predict --profiles-file $(CALIBRATED)

@@ -10,6 +10,7 @@ import functools
 import os
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
@@ -171,7 +172,9 @@ def executed_notebook(page, cache: Path, execute_missing: bool = True,
     if not execute_missing:
         return nbformat.read(page.notebook, as_version=4), None
     traces = cache / page.prefix / f"{page.name}.traces"
+    start = time.monotonic()
     nb = execute(page.notebook, traces, timeout, on_cell)
+    page.seconds = time.monotonic() - start
     with atomic_output(cache / page.prefix / page.notebook.name) as tmp:
         nbformat.write(nb, tmp)  # a killed build leaves no broken kept run
     page.run = "now"

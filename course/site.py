@@ -47,6 +47,7 @@ class Page:
     figures: int = 0
     key_figure: str = ""  # the figure the contents page shows as the lesson's thumbnail
     traces: int = 0
+    seconds: float = 0.0  # how long executing its notebook took, when this build did
 
     @property
     def name(self) -> str:
@@ -335,7 +336,8 @@ def build_course(out, folder=None, only=None, executed=None, execute_missing=Tru
             write_atomic(out / page.href, html)
             log(f"      wrote {page.href}: {page.figures} figures, {page.traces} traces"
                 + (f", {len(page.errors)} cell error(s)" if page.errors else "")
-                + {"kept": " (a kept run: its code has not changed)", "now": "",
+                + {"kept": " (a kept run: its code has not changed)",
+                   "now": f" (executed in {page.seconds:.0f} s)",
                    "": " (no outputs: not executed)"}[page.run])
     docs = lessons_dir(folder).resolve().parent / "docs"
     guides = write_guides(out, docs) if docs.is_dir() and not only else []

@@ -50,7 +50,10 @@ def partition_program(tf1, timeline, cluster: dict) -> dict:
                          bool(attr(n, "client_terminated")), n.op]
                         for n in nodes if n.op in ("_Send", "_Recv")),
         "traced_devices": sorted({d.device for d in metadata.step_stats.dev_stats}),
-        "timeline": sorted({e["ph"] for e in chrome["traceEvents"]}),
+        # the kinds of events but flows ("s", "t"): timeline.Timeline draws a flow arrow
+        # where an op's input came from another thread, which real TF's thread pool decides
+        # run by run (a loaded machine spreads a step's ops over more threads)
+        "timeline": sorted({e["ph"] for e in chrome["traceEvents"]} - {"s", "t"}),
         "timeline_processes": sorted({e["args"]["name"].rsplit(" ", 1)[-1]
                                       for e in chrome["traceEvents"] if e["ph"] == "M"}),
     }

@@ -13,7 +13,8 @@ descriptors, over a Unix socket) and, for a ``PrivateNetwork``, the namespaces t
 returns a ``Spawned``, polled, waited for (with a timeout) and killed as a
 ``subprocess.Popen``, whose exit status the zygote reports as it reaps it. The zygote dies
 with its caller (``PR_SET_PDEATHSIG``) and is killed at the caller's exit; its children die
-with it. ``DISTLAB_FORK_TASKS=0`` turns it off: callers then start ``python -c`` as before.
+with it. It ignores SIGINT, which a terminal's Ctrl-C or a Jupyter kernel's interrupt sends
+to the caller's whole process group: the caller decides what ends. ``DISTLAB_FORK_TASKS=0`` turns it off: callers then start ``python -c`` as before.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from realdist.runtime.processes import IMPORTS, import_env
 
 #: the zygote's program (``python -c``): preload, then fork one child per request
 _MAIN = r"""
-import json, socket, sys
+import json, signal, socket, sys
 from realdist.runtime import forkstart, zygote
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C or a kernel's interrupt is its caller's
 sock = socket.socket(fileno=int(sys.argv[1]))
 forkstart.preload(sys.argv[2], json.loads(sys.argv[3]))
 sock.send(b'{"ready": true}')

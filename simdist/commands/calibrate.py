@@ -9,7 +9,10 @@ predict`` read. ``--from-csv TABLE`` fits the same parameters to a user's own ta
 measured times instead (``simdist.calibration.table``) and predicts the rows marked
 ``check`` or with no time, printing each error; a table of real networks on GPU profiles
 (a published table: ``simdist.calibration.gpu_table``) fits each hardware kind's own costs
-(``simdist.calibration.gpu_fit``) and says which it cannot determine.
+(``simdist.calibration.gpu_fit``) and says which it cannot determine. ``--anchor`` measures
+three short exercises instead and scales the shipped reference profile to this machine by
+them (``simdist.calibration.reference``): a prediction in half a minute, as ``make demo``
+makes.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from simdist.calibration.fit import PARAMETERS, SYSTEM, predict, profile_documen
 from simdist.calibration.gpu_table import GpuRow
 from simdist.calibration.plan import calibration_plan, label
 from simdist.calibration.profile_file import this_machine, write_profile
+from simdist.calibration.reference import ANCHORS, anchor_exercises, anchored, short_description
 from simdist.commands import reporting_errors
-from simdist.commands.real_measure import (DEFAULT_OUTPUT, add_measure_options, errors_table,
+from simdist.commands.real_measure import (ANCHORED_OUTPUT, DEFAULT_OUTPUT, add_measure_options,
+                                           errors_table,
                                            fit_with_progress, measure_with_progress, runs_text)
 
 
@@ -37,9 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "errors, and save the profiles file.",
         epilog="Then: simdist run mirrored --profiles-file out/calibrated.json --profile "
                "calibrated; simdist bench predict (checks it on other exercises).")
-    parser.add_argument("-o", "--output", default=DEFAULT_OUTPUT, metavar="FILE",
+    parser.add_argument("-o", "--output", default=None, metavar="FILE",
                         help=f"the profiles file to write, .json or .yaml (default "
-                             f"{DEFAULT_OUTPUT})")
+                             f"{DEFAULT_OUTPUT}; with --anchor {ANCHORED_OUTPUT})")
     parser.add_argument("--csv", metavar="FILE", default=None,
                         help="the measurements, a row per exercise as it ends (default: "
                              "beside --output, *_measurements.csv)")
@@ -52,21 +57,38 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fit your own table of measured times instead of measuring: "
                              "toy exercises on this machine, or zoo models on a hardware "
                              "column's GPU profiles (columns: docs/guides/calibration.md)")
+    parser.add_argument("--anchor", action="store_true",
+                        help=f"measure {len(ANCHORS)} short exercises only (about half a "
+                             "minute) and scale the reference profile shipped with DistLab "
+                             "(fitted on a 2-core machine) to this machine by them")
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    return reporting_errors("simdist calibrate", fit_table if args.from_csv else calibrate, args)
+    if args.anchor and (args.from_csv or args.quick):
+        print(f"simdist calibrate: error: --anchor measures its own {len(ANCHORS)} exercises: "
+              f"not with {'--from-csv' if args.from_csv else '--quick'}", file=sys.stderr)
+        return 2
+    if args.output is None:
+        args.output = ANCHORED_OUTPUT if args.anchor else DEFAULT_OUTPUT
+    command = fit_table if args.from_csv else calibrate_anchored if args.anchor else calibrate
+    return reporting_errors("simdist calibrate", command, args)
 
 
-def calibrate(args) -> int:
+def checked_outputs(args) -> tuple[Path, Path]:
+    """(the profile file, the measurements' CSV) of a calibration that measures, checked."""
     output = Path(args.output)
     csv_path = Path(args.csv) if args.csv else output.with_name(
         output.stem + "_measurements.csv")
     check_outputs({"--output": output, "--csv": csv_path})
     if output.suffix.lower() not in (".json", ".yaml", ".yml"):
         raise InvalidArgumentError(f"--output {output}: expected a .json, .yaml or .yml file")
+    return output, csv_path
+
+
+def calibrate(args) -> int:
+    output, csv_path = checked_outputs(args)
     plan = calibration_plan(args.steps, args.quick)
     print(f"measuring {len(plan)} exercises on real TensorFlow ({runs_text(args)}; rows in "
           f"{csv_path})", flush=True)
@@ -88,6 +110,35 @@ def calibrate(args) -> int:
     print(f"\nprofile: {output} (system '{SYSTEM}'). Use it: simdist run mirrored "
           f"--profiles-file {output} --profile {SYSTEM}; check it on other exercises: "
           f"simdist bench predict --profiles-file {output}")
+    return 0
+
+
+def calibrate_anchored(args) -> int:
+    """``--anchor``: the reference profile scaled to this machine by the anchors."""
+    output, csv_path = checked_outputs(args)
+    print(f"reference profile: {short_description()}")
+    plan = anchor_exercises(args.steps)
+    print(f"measuring {len(plan)} anchor exercises on real TensorFlow ({runs_text(args)})",
+          flush=True)
+    measured = measure_with_progress(plan, csv_path, args)
+    failed = [label(e) for e, m in zip(plan, measured) if m is None]
+    if failed:
+        raise InvalidArgumentError(f"anchor(s) not measured (errors in {csv_path}): "
+                                   f"{'; '.join(failed)}")
+    result = anchored(measured)
+    width = max(len(label(e)) for e in plan)
+    print(f"{'anchor':<{width}} {'here (ms)':>10} {'reference (ms)':>15} {'ratio':>7}")
+    for e, here, there in zip(plan, result.measured_ns, result.reference_ns):
+        print(f"{label(e):<{width}} {here / 1e6:>10.3f} {there / 1e6:>15.3f} "
+              f"{here / there:>7.2f}")
+    print(f"this machine is {result.scale:.2f}x the reference (the median ratio): every "
+          f"fitted time scaled by it")
+    write_profile(output, profile_document(
+        result.fit, machine=f"{this_machine()}: the reference profile scaled "
+                            f"{result.scale:.3f}x by {len(plan)} anchors"))
+    print(f"profile: {output} (system '{SYSTEM}'). Use it: simdist run mirrored "
+          f"--profiles-file {output} --profile {SYSTEM}; for a profile fitted to this machine "
+          f"alone: simdist calibrate (about 12 minutes)")
     return 0
 
 

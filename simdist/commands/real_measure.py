@@ -19,6 +19,8 @@ from simdist.commands.progress import ProgressBar
 
 #: where simdist calibrate writes the profile, and simdist bench predict reads it
 DEFAULT_OUTPUT = "out/calibrated.json"
+#: where simdist calibrate --anchor writes the reference profile scaled to this machine
+ANCHORED_OUTPUT = "out/anchored.json"
 
 
 def check_steps(text) -> int:

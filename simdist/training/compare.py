@@ -105,6 +105,7 @@ def format_comparison(a: RunResult, b: RunResult) -> str:
     if ma and mb:
         lines.append(f"median step time: {a.source} {format_ns(ma)} ({_timing(a)}), "
                      f"{b.source} {format_ns(mb)} ({_timing(b)}): ratio {mb / ma:.2f}")
+        lines += [_uncalibrated(run) for run in (a, b) if _uncalibrated(run)]
     return "\n".join(lines)
 
 
@@ -125,6 +126,27 @@ def _timing(run: RunResult) -> str:
     if run.source == "simdist":
         return f"simulated on hardware profile '{run.exercise.hardware}'"
     return "measured wall clock"
+
+
+def _uncalibrated(run: RunResult) -> str:
+    """A line saying so when a simulated run's profile is a built-in one without host costs:
+    it prices FLOPs and bytes only, so its step time is no prediction of a real run's."""
+    from simdist.hardware.devices import HardwareCatalog, UnknownProfileError
+    from simdist.hardware.host_costs import HostCosts
+
+    if run.source != "simdist":
+        return ""
+    catalog = HardwareCatalog.default()
+    try:
+        device = catalog.device(catalog.system(run.exercise.hardware).device)
+    except UnknownProfileError:  # a profiles file's: it may well be calibrated
+        return ""
+    if device.host_costs != HostCosts():  # priced: a calibrated profile
+        return ""
+    return (f"(profile '{run.exercise.hardware}' prices the step's FLOPs and bytes, not "
+            f"TensorFlow's and Python's costs per op and per step: to predict a real step "
+            f"time, simdist calibrate --anchor, half a minute, then --profiles-file "
+            f"out/anchored.json --profile calibrated)")
 
 
 def _median(times) -> int:

@@ -278,6 +278,9 @@ def test_executing_a_notebook_keeps_the_traces_of_its_timelines(repo, capfd):
     assert [(p.lang, p.run, p.figures, p.traces, p.errors) for p in pages] == [
         ("en", "now", 1, 1, []), ("zh", "now", 1, 1, [])]
     assert ("en", 2, 2) in seen and ("zh", 2, 2) in seen
+    wrote = [line for line in seen if isinstance(line, str) and "wrote" in line]
+    assert len(wrote) == 2 and all(re.search(r"\(executed in \d+ s\)$", w) for w in wrote)
+    assert all(p.seconds > 0 for p in pages)
     # the kernels talk over Unix sockets: no TCP port, no warning about one; none is left
     assert "TCP" not in capfd.readouterr().err
     psutil = pytest.importorskip("psutil")

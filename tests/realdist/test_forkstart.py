@@ -121,6 +121,17 @@ def test_the_zygote_forks_programs_and_reports_how_they_ended():
         assert child.wait(timeout=10) == -signal.SIGKILL
 
 
+def test_the_zygote_ignores_an_interrupt_its_programs_take_as_python_does():
+    # a Jupyter kernel's interrupt and a terminal's Ctrl-C reach the caller's process group
+    found = zygote.zygote("import json\n", {})
+    os.kill(found.proc.pid, signal.SIGINT)
+    time.sleep(0.3)
+    assert found.proc.poll() is None
+    status, out, _ = _spawned_output(found, "import signal\nprint(signal.getsignal("
+                                            "signal.SIGINT) is signal.default_int_handler)")
+    assert status == 0 and out.strip() == "True"
+
+
 def test_a_program_the_zygote_forks_runs_in_the_private_network():
     with PrivateNetwork() as net:
         if not net.isolated:
