@@ -90,11 +90,12 @@ class Forked:
 
 
 def start(code: str, args: list[str], env: dict, stdout, stderr, name: str, stdin=None,
-          namespaces=None, close_fds=()) -> Forked:
+          namespaces=None, close_fds=(), filename: str = "<string>") -> Forked:
     """Fork a child that runs ``code`` as ``python -c code *args`` would, with ``env``, its
     stdout and stderr on the open files ``stdout`` and ``stderr`` (and stdin on ``stdin``),
     named ``name``, in a ``PrivateNetwork``'s ``namespaces`` if given; the child closes
-    ``close_fds`` (its parent's own) first."""
+    ``close_fds`` (its parent's own) first; the code's frames are ``filename``'s
+    (``python -c``'s: ``<string>``)."""
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
@@ -110,7 +111,7 @@ def start(code: str, args: list[str], env: dict, stdout, stderr, name: str, stdi
             join_namespaces(namespaces)
         if stdin is not None:
             os.dup2(stdin.fileno(), 0)
-        status = _child(code, args, env, stdout, stderr, name, parent)
+        status = _child(code, args, env, stdout, stderr, name, parent, filename)
     except BaseException:  # noqa: BLE001 - nothing may escape a forked child
         traceback.print_exc()
     finally:
@@ -121,7 +122,7 @@ def start(code: str, args: list[str], env: dict, stdout, stderr, name: str, stdi
             os._exit(status)
 
 
-def _child(code, args, env, stdout, stderr, name, parent) -> int:
+def _child(code, args, env, stdout, stderr, name, parent, filename) -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the parent died before the line above
@@ -144,7 +145,7 @@ def _child(code, args, env, stdout, stderr, name, parent) -> int:
     sys.modules["__main__"] = main
     _hide_launcher_frames()
     try:
-        exec(compile(code, "<string>", "exec"), main.__dict__)
+        exec(compile(code, filename, "exec"), main.__dict__)
         status = 0
     except SystemExit as end:
         status = _exit_status(end.code)

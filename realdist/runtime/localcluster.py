@@ -1,17 +1,18 @@
 """A localhost TF cluster of several processes, reachable from this machine only (every
 TF server runs in a ``realdist.runtime.private_network.PrivateNetwork``).
 
-``run_cluster`` starts a launcher (this module's ``main``) in a private network; it picks a
-free port per task, imports TensorFlow once and forks each task from itself
+``run_cluster`` starts a launcher (this module's ``main``, forked by the caller's TF zygote,
+``realdist.runtime.zygote``) in a private network; it picks a free port per task, imports
+TensorFlow once (already imported in a forked launcher) and forks each task from itself
 (``realdist.runtime.forkstart``; ``DISTLAB_FORK_TASKS=0``: each a fresh ``python -c``), to
 run ``PRELUDE + code`` (``realdist.runtime.processes``; ``CLUSTER``, the cluster dict with
 ``127.0.0.1:PORT`` addresses, and ``TASK``, its name, are defined for it), watches them and
-reports what they emitted. Server tasks serve until every client task has ended. A task that fails (a client,
-or a server not ``survivable``) or stays stopped (SIGSTOP) ends the run (UnavailableError
-naming the first to fail, with the end of its log: ``realdist.runtime.watch``), one that
-hangs ends it at the timeout (DeadlineExceededError), and every process is killed in a
-``finally`` (the launcher kills its tasks, the caller the launcher's process group) and dies
-with its parent.
+reports what they emitted. Server tasks serve until every client task has ended. A task that
+fails (a client, or a server not ``survivable``) or stays stopped (SIGSTOP) ends the run
+(UnavailableError naming the first to fail, with the end of its log:
+``realdist.runtime.watch``), one that hangs ends it at the timeout (DeadlineExceededError),
+and every process is killed in a ``finally`` (the launcher kills its tasks, the caller the
+launcher) and every one dies with its parent.
 
 Failures (``failures=[KillOrder(task, at_ms, down_ms)]``, the spec of simdist's
 ``train_on_ps``): the launcher kills the task's process (SIGKILL) ``at_ms`` after the start
@@ -32,6 +33,7 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -44,12 +46,16 @@ from simdist.base.processes import die_with_parent
 from realdist.runtime import forkstart
 from realdist.runtime.private_network import PrivateNetwork
 from realdist.runtime.processes import (IMPORTS, MARK, PRELUDE, child_env, free_ports,
-                                        kill_group, log_tail, read_outputs)
+                                        log_tail, read_outputs)
 from realdist.runtime.tempdirs import owned_tempdir
 from realdist.runtime.watch import ProcessWatch, check_failed, check_stopped
+from realdist.runtime.zygote import start_program
 
 # TF's __init__ imports Keras's optimizers (for the SavedModel registry, b/196254385):
 # 2-3 s of each process's start-up that these programs, which use no Keras, do without.
+#: the launcher's program (``start_program`` runs code): this module's ``main``
+LAUNCHER = ("import runpy\nrunpy.run_module('realdist.runtime.localcluster', "
+            "run_name='__main__')\n")
 LEAN_IMPORT = ("import sys\nsys.modules['keras.src.optimizers'] = None\n"
                "sys.modules['tf_keras.src.optimizers'] = None\n")
 
@@ -110,22 +116,29 @@ def run_cluster(jobs: dict[str, int], tasks: list[Task], timeout: float,
     {"outputs": {task name: what it emitted}, "network": {...}, "cluster": {...},
     "failures": [...]}. ``failures``: see the module docstring."""
     failures = kill_orders(failures, jobs, "run_cluster")
-    with PrivateNetwork() if jobs else nullcontext() as net:  # no server: nothing to isolate
-        job = {"jobs": jobs, "timeout": timeout, "namespace": bool(net and net.isolated),
-               "tasks": [vars(t) for t in tasks], "failures": [f._asdict() for f in failures]}
-        proc = subprocess.Popen([sys.executable, "-m", "realdist.runtime.localcluster"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=child_env(),
-                                start_new_session=True,
-                                preexec_fn=net.preexec_fn() if net else die_with_parent)
+    with PrivateNetwork() if jobs else nullcontext() as net, tempfile.TemporaryFile() as job, \
+            tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        job.write(json.dumps({
+            "jobs": jobs, "timeout": timeout, "namespace": bool(net and net.isolated),
+            "tasks": [vars(t) for t in tasks],
+            "failures": [f._asdict() for f in failures]}).encode())
+        job.seek(0)
+        # forked by this process's TF zygote (TensorFlow imported already, with Keras 2 where
+        # a task uses Keras); the launcher's tasks die with it
+        keras = {"TF_USE_LEGACY_KERAS": "1"} if any(t.keras for t in tasks) else {}
+        proc = start_program(LAUNCHER, [], {**child_env(), **keras}, out_file.fileno(),
+                             err_file.fileno(), "tf-cluster", stdin=job.fileno(), network=net,
+                             filename="<realdist cluster launcher>")
         try:
-            out, err = proc.communicate(json.dumps(job), timeout=timeout + 30)
+            proc.wait(timeout=timeout + 30)
         except subprocess.TimeoutExpired:
             raise errors.DeadlineExceededError(
                 f"the localhost cluster's launcher did not end {timeout + 30:g} s after it "
                 "started; it and its tasks are killed") from None
         finally:
-            kill_group(proc)
+            proc.kill()
+            proc.wait()
+        out, err = _read(out_file), _read(err_file)
     report = [json.loads(line[len(MARK):]) for line in out.splitlines()
               if line.startswith(MARK)]
     if not report:
@@ -135,6 +148,11 @@ def run_cluster(jobs: dict[str, int], tasks: list[Task], timeout: float,
         error = report[-1]["error"]
         raise getattr(errors, error["class"])(error["message"])
     return report[-1]
+
+
+def _read(file) -> str:
+    file.seek(0)
+    return file.read().decode(errors="replace")
 
 
 def run_local(code: str, timeout: float) -> dict:
@@ -186,7 +204,9 @@ def launch(job: dict) -> dict:
     with owned_tempdir("realdist-cluster-") as tmp:
         tmp = Path(tmp)
         procs, runs = {}, []  # runs: (output name, task name) of every process started
-        if fork:  # TensorFlow imported once, here; each task forked from this process
+        # TensorFlow imported once, here (unless this launcher was forked by a zygote that
+        # imported it); each task forked from this process
+        if fork and "tensorflow" not in sys.modules:
             forkstart.preload(("" if keras else LEAN_IMPORT) + IMPORTS,
                               {**child_env(tmp), **keras_env})
 

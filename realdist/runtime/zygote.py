@@ -14,7 +14,8 @@ returns a ``Spawned``, polled, waited for (with a timeout) and killed as a
 ``subprocess.Popen``, whose exit status the zygote reports as it reaps it. The zygote dies
 with its caller (``PR_SET_PDEATHSIG``) and is killed at the caller's exit; its children die
 with it. It ignores SIGINT, which a terminal's Ctrl-C or a Jupyter kernel's interrupt sends
-to the caller's whole process group: the caller decides what ends. ``DISTLAB_FORK_TASKS=0`` turns it off: callers then start ``python -c`` as before.
+to the caller's whole process group: the caller decides what ends. ``DISTLAB_FORK_TASKS=0``
+turns it off: callers then start ``python -c`` as before.
 """
 
 from __future__ import annotations
@@ -35,16 +36,19 @@ from simdist.base.processes import die_with_parent
 from realdist.runtime import forkstart
 from realdist.runtime.processes import IMPORTS, import_env
 
-#: the zygote's program (``python -c``): preload, then fork one child per request
-_MAIN = r"""
-import json, signal, socket, sys
-from realdist.runtime import forkstart, zygote
-signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C or a kernel's interrupt is its caller's
-sock = socket.socket(fileno=int(sys.argv[1]))
-forkstart.preload(sys.argv[2], json.loads(sys.argv[3]))
-sock.send(b'{"ready": true}')
-zygote.serve(sock)
-"""
+def main() -> None:
+    """The zygote (``python -m realdist.runtime.zygote FD IMPORTS ENV``): preload, then fork a
+    child per request. A module, not ``python -c`` code: a frame of its own at the bottom of
+    every child's stack would be ``<string>``, the name of the children's own code, and the
+    children's TF op tracebacks leave out the frames below their code by file name
+    (``forkstart``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C or a kernel's interrupt: the caller's
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    forkstart.preload(sys.argv[2], json.loads(sys.argv[3]))
+    sock.send(b'{"ready": true}')
+    serve(sock)
+
+
 _MAX_FDS = 3
 
 
@@ -68,7 +72,8 @@ def serve(sock: socket.socket) -> None:
                                         files[0], files[1], request["name"],
                                         stdin=files[2] if len(files) > 2 else None,
                                         namespaces=request.get("namespaces"),
-                                        close_fds=(sock.fileno(),))
+                                        close_fds=(sock.fileno(),),
+                                        filename=request.get("filename", "<string>"))
             finally:
                 for f in files:
                     f.close()
@@ -117,7 +122,8 @@ class Zygote:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock, self._codes, self._lock = mine, {}, threading.Condition()
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _MAIN, str(theirs.fileno()), imports, json.dumps(env)],
+            [sys.executable, "-m", "realdist.runtime.zygote", str(theirs.fileno()), imports,
+             json.dumps(env)],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, preexec_fn=die_with_parent,
             env={**os.environ, **env})
         theirs.close()
@@ -151,12 +157,13 @@ class Zygote:
                 return
 
     def spawn(self, code: str, args: list[str], env: dict, stdout: int, stderr: int,
-              name: str, stdin: int | None = None, namespaces=None) -> Spawned:
+              name: str, stdin: int | None = None, namespaces=None,
+              filename: str = "<string>") -> Spawned:
         """Fork ``code`` (run as ``python -c code *args``) with ``env``, its stdout and stderr
         on the file descriptors given (and stdin, if given), in ``namespaces``
-        (``PrivateNetwork.namespaces()``), named ``name``."""
+        (``PrivateNetwork.namespaces()``), named ``name``; its frames are ``filename``'s."""
         request = {"code": code, "args": list(args), "env": env, "name": name,
-                   "namespaces": namespaces}
+                   "namespaces": namespaces, "filename": filename}
         fds = [stdout, stderr] + ([stdin] if stdin is not None else [])
         with self._lock:
             socket.send_fds(self._sock, [json.dumps(request).encode()], fds)
@@ -185,18 +192,20 @@ _ZYGOTES: dict = {}
 
 
 def start_program(code: str, args: list[str], env: dict, stdout: int, stderr: int, name: str,
-                  stdin: int | None = None, network=None):
+                  stdin: int | None = None, network=None, filename: str = "<string>"):
     """Start a TF program (``PRELUDE``'s imports, then ``code``) as ``python -c code *args``
     with ``env`` and these file descriptors, in ``network`` (a ``PrivateNetwork``) if given:
     forked by this process's zygote, or a fresh Python where that is off. A ``Spawned`` or a
-    ``subprocess.Popen``: either is polled, waited for with a timeout and killed alike."""
+    ``subprocess.Popen``: either is polled, waited for with a timeout and killed alike.
+    ``filename``: the name of the code's frames (a program that forks others, as a cluster's
+    launcher, names its own so that its children's tracebacks can leave it out)."""
     found = zygote(IMPORTS, import_env(env))
     if found is None:
         return subprocess.Popen([sys.executable, "-c", code, *args], stdin=stdin,
                                 stdout=stdout, stderr=stderr, env=env,
                                 preexec_fn=network.preexec_fn() if network else None)
     return found.spawn(code, args, env, stdout, stderr, name, stdin=stdin,
-                       namespaces=network.namespaces() if network else None)
+                       namespaces=network.namespaces() if network else None, filename=filename)
 
 
 def zygote(imports: str, env: dict) -> Zygote | None:
@@ -223,3 +232,7 @@ def _close_all() -> None:
         if key[0] == os.getpid():
             found.close()
     _ZYGOTES.clear()
+
+
+if __name__ == "__main__":
+    main()

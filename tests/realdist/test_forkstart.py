@@ -6,6 +6,7 @@ interpreter gives them, its non-daemon threads waited for), bears the task's nam
 localhost cluster's task runs forked, its temporary files in its launcher's folder."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -130,6 +131,22 @@ def test_the_zygote_ignores_an_interrupt_its_programs_take_as_python_does():
     status, out, _ = _spawned_output(found, "import signal\nprint(signal.getsignal("
                                             "signal.SIGINT) is signal.default_int_handler)")
     assert status == 0 and out.strip() == "True"
+
+
+def test_a_forked_tf_program_s_op_tracebacks_show_its_own_lines_as_python_c_does():
+    from realdist.graph.tf1 import run_python
+
+    code = ("q = tf1.FIFOQueue(2, tf1.float32)\n"
+            "with tf1.Session() as sess:\n"
+            "    sess.run(q.close())\n"
+            "    try:\n"
+            "        sess.run(q.dequeue())\n"
+            "    except tf1.errors.OutOfRangeError as e:\n"
+            "        emit('message', e.message)\n")
+    message = run_python(code, timeout=120)[0]["message"]
+    defined_at = message.split("defined at (most recent call last):\n", 1)[1]
+    # the program's line, as in a fresh python -c; not TF's own frames, nor the zygote's
+    assert re.match(r'    File "<string>", line \d+, in <module>\nNode:', defined_at)
 
 
 def test_a_program_the_zygote_forks_runs_in_the_private_network():
