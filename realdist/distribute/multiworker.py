@@ -42,7 +42,7 @@ from simdist.base.errors import (DeadlineExceededError, InvalidArgumentError, Si
 from simdist.training.exercises import Exercise
 
 from realdist.runtime.localcluster import PrivateNetwork
-from realdist.runtime.processes import free_ports, log_tail
+from realdist.runtime.processes import TF_ENV_DEFAULTS, free_ports, log_tail, read_back
 from realdist.runtime.tempdirs import owned_tempdir
 from realdist.runtime.watch import describe_exit
 from realdist.runtime.zygote import start_program
@@ -54,9 +54,6 @@ JOB_DIR_PREFIX = "realdist-mwms-"
 #: the most worker processes realdist starts on one machine
 MAX_LOCAL_WORKERS = 16
 PROGRESS = "progress.jsonl"
-#: what ``realdist.runtime.tfenv`` sets unless the user did, given to the workers so that the
-#: zygote imports TensorFlow as the worker would
-TFENV_DEFAULTS = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_USE_LEGACY_KERAS": "1"}
 COUNT_GPUS = "import tensorflow as tf\nprint(len(tf.config.list_physical_devices('GPU')))\n"
 
 
@@ -79,7 +76,7 @@ def visible_gpus(timeout: float = 120) -> int:
     """How many GPUs TensorFlow sees here (``tf.config.list_physical_devices``), asked of a
     program that the workers' zygote forks: the launcher itself never imports TensorFlow."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = start_program(COUNT_GPUS, [], {**TFENV_DEFAULTS, **os.environ}, out.fileno(),
+        proc = start_program(COUNT_GPUS, [], {**TF_ENV_DEFAULTS, **os.environ}, out.fileno(),
                              err.fileno(), "count-gpus")
         try:
             proc.wait(timeout=timeout)
@@ -89,13 +86,10 @@ def visible_gpus(timeout: float = 120) -> int:
         finally:
             proc.kill()
             proc.wait()
-        out.seek(0)
-        err.seek(0)
         if proc.returncode != 0:
-            said = err.read().decode(errors="replace")[-2000:]
             raise UnavailableError(f"counting the GPUs TensorFlow sees failed (exit "
-                                   f"{proc.returncode}):\n{said}")
-        return int(out.read())
+                                   f"{proc.returncode}):\n{read_back(err)[-2000:]}")
+        return int(read_back(out))
 
 
 def run_multi_worker(exercise: Exercise, timeout: float = 300, on_step=None):
@@ -150,7 +144,8 @@ def launch(job: dict, envs: list[dict], timeout: float, on_step=None,
                     # in the private network: TF's servers reachable from no other machine
                     procs.append(start_program(
                         code, [str(tmp)],
-                        {**TFENV_DEFAULTS, **os.environ, **env,
+                        # tfenv's defaults: the zygote imports TF as the worker would
+                        {**TF_ENV_DEFAULTS, **os.environ, **env,
                          "TF_CONFIG": configs[f"worker:{i}"],
                          "TMPDIR": str(tmp)},  # AutoGraph's files go with tmp
                         log.fileno(), log.fileno(), f"worker:{i}", network=net))

@@ -25,7 +25,7 @@ from simdist.base.errors import DeadlineExceededError, UnavailableError
 from simdist.graph.placement import parse_placement_log
 
 from realdist.runtime.localcluster import PrivateNetwork
-from realdist.runtime.processes import MARK, PRELUDE, child_env, free_ports
+from realdist.runtime.processes import MARK, PRELUDE, child_env, free_ports, read_back
 from realdist.runtime.tempdirs import owned_tempdir
 from realdist.runtime.zygote import start_program
 
@@ -53,14 +53,14 @@ def run_python(code: str, timeout: float = 120, network=None) -> tuple[dict, str
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            text = _read(out) + _read(err)
+            text = read_back(out) + read_back(err)
             raise DeadlineExceededError(f"the real TF program ran past {timeout} s; its last "
                                         f"output:\n{text[-2000:]}") from None
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        stdout, stderr = _read(out), _read(err)
+        stdout, stderr = read_back(out), read_back(err)
     if proc.returncode != 0:
         raise RuntimeError(f"the real TF program exited with {proc.returncode}:\n"
                            f"{stderr[-3000:]}")
@@ -69,11 +69,6 @@ def run_python(code: str, timeout: float = 120, network=None) -> tuple[dict, str
         if line.startswith(MARK):
             emitted.update(json.loads(line[len(MARK):]))
     return emitted, stderr
-
-
-def _read(file) -> str:
-    file.seek(0)
-    return file.read().decode(errors="replace")
 
 
 # -- placement -----------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from simdist.base.processes import die_with_parent
 from realdist.runtime import forkstart
 from realdist.runtime.private_network import PrivateNetwork
 from realdist.runtime.processes import (IMPORTS, MARK, PRELUDE, child_env, free_ports,
-                                        log_tail, read_outputs)
+                                        log_tail, read_back, read_outputs)
 from realdist.runtime.tempdirs import owned_tempdir
 from realdist.runtime.watch import ProcessWatch, check_failed, check_stopped
 from realdist.runtime.zygote import start_program
@@ -138,7 +138,7 @@ def run_cluster(jobs: dict[str, int], tasks: list[Task], timeout: float,
         finally:
             proc.kill()
             proc.wait()
-        out, err = _read(out_file), _read(err_file)
+        out, err = read_back(out_file), read_back(err_file)
     report = [json.loads(line[len(MARK):]) for line in out.splitlines()
               if line.startswith(MARK)]
     if not report:
@@ -148,11 +148,6 @@ def run_cluster(jobs: dict[str, int], tasks: list[Task], timeout: float,
         error = report[-1]["error"]
         raise getattr(errors, error["class"])(error["message"])
     return report[-1]
-
-
-def _read(file) -> str:
-    file.seek(0)
-    return file.read().decode(errors="replace")
 
 
 def run_local(code: str, timeout: float) -> dict:

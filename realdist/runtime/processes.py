@@ -5,7 +5,9 @@ TensorFlow): ``PRELUDE`` imports TensorFlow (``tf``, ``tf1`` in graph mode) and 
 ``emit(key, value)``, which prints ``MARK`` and a JSON object on stdout; ``read_outputs``
 reads those lines back. ``child_env`` is the environment every such process gets,
 ``free_ports`` picks loopback ports for TF's servers, ``kill_group`` ends a process and its
-group, ``log_tail`` quotes the end of a child's log in an error.
+group, ``read_back`` reads a child's output file, ``log_tail`` quotes the end of a child's
+log in an error. ``TF_ENV_DEFAULTS``: the settings ``realdist.runtime.tfenv`` gives
+TensorFlow unless the user did.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ def emit(key, value):
 #: what every TF child imports first (``PRELUDE``'s imports): what a launcher or a zygote
 #: that forks them imports once
 IMPORTS = "import json, os, sys\nimport numpy as np\nimport tensorflow as tf\n"
+#: what ``realdist.runtime.tfenv`` sets before importing TensorFlow unless the user did: the
+#: C++ runtime's info lines hidden, ``tf.keras`` as ``tf_keras``
+TF_ENV_DEFAULTS = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_USE_LEGACY_KERAS": "1"}
 
 
 def import_env(env: dict) -> dict:
@@ -78,6 +83,12 @@ def read_outputs(path: Path) -> dict:
                 else:
                     outputs[key] = value
     return outputs
+
+
+def read_back(file) -> str:
+    """All that a child wrote into ``file`` (an open binary file, e.g. a TemporaryFile)."""
+    file.seek(0)
+    return file.read().decode(errors="replace")
 
 
 def kill_group(proc) -> None:

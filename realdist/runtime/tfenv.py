@@ -13,8 +13,10 @@ import os
 import sys
 import tempfile
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+from realdist.runtime.processes import TF_ENV_DEFAULTS
+
+for _name, _value in TF_ENV_DEFAULTS.items():
+    os.environ.setdefault(_name, _value)
 
 
 @contextlib.contextmanager

@@ -36,6 +36,7 @@ from simdist.base.processes import die_with_parent
 from realdist.runtime import forkstart
 from realdist.runtime.processes import IMPORTS, import_env
 
+
 def main() -> None:
     """The zygote (``python -m realdist.runtime.zygote FD IMPORTS ENV``): preload, then fork a
     child per request. A module, not ``python -c`` code: a frame of its own at the bottom of
@@ -203,7 +204,7 @@ def start_program(code: str, args: list[str], env: dict, stdout: int, stderr: in
     if found is None:
         return subprocess.Popen([sys.executable, "-c", code, *args], stdin=stdin,
                                 stdout=stdout, stderr=stderr, env=env,
-                                preexec_fn=network.preexec_fn() if network else None)
+                                preexec_fn=network.preexec_fn() if network else die_with_parent)
     return found.spawn(code, args, env, stdout, stderr, name, stdin=stdin,
                        namespaces=network.namespaces() if network else None, filename=filename)
 

@@ -105,7 +105,7 @@ def format_comparison(a: RunResult, b: RunResult) -> str:
     if ma and mb:
         lines.append(f"median step time: {a.source} {format_ns(ma)} ({_timing(a)}), "
                      f"{b.source} {format_ns(mb)} ({_timing(b)}): ratio {mb / ma:.2f}")
-        lines += [_uncalibrated(run) for run in (a, b) if _uncalibrated(run)]
+        lines += [note for note in map(_uncalibrated, (a, b)) if note]
     return "\n".join(lines)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -24,6 +23,7 @@ from simdist.training.exercises import Exercise, RunResult, max_weight_differenc
 from tests.conftest import ROOT
 
 from realdist.cli import main as realdist_main
+from realdist.runtime.processes import kill_group
 
 pytestmark = pytest.mark.realtf
 
@@ -93,11 +93,7 @@ def run_python(args, timeout, env=None, cwd=ROOT):
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        kill_group(proc)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
