@@ -390,11 +390,13 @@ TIE = 0.02  # an algorithm within 2% of the fastest counts as fastest
 SCENARIOS = (
     (8, 8, "cpu", 1,
      tr("8 bytes: the time is all latency", "8 字节：时间全是延迟"),
-     tr("a = 10 us, n/B = 6 ns. Count the latencies on the critical path of each formula: 2 "
-        "for reduce-to-one, log2(p) for recursive doubling, 2 log2(p) for halving-doubling, "
-        "2(p-1) for the ring",
-        "a = 10 us，n/B = 6 ns。数一数每个公式关键路径上的延迟次数：reduce-to-one 是 2，"
-        "recursive doubling 是 log2(p)，halving-doubling 是 2 log2(p)，环是 2(p-1)")),
+     tr("a = 10 us, n/B = 6 ns, o = 2 us a message on a card. Count the latencies on the "
+        "critical path of each formula: 2 for reduce-to-one, log2(p) for recursive doubling, "
+        "2 log2(p) for halving-doubling, 2(p-1) for the ring; and reduce-to-one's root takes "
+        "2(p-1) messages, each costing its card o",
+        "a = 10 us，n/B = 6 ns，每条消息占用网卡 o = 2 us。数一数每个公式关键路径上的延迟次数："
+        "reduce-to-one 是 2，recursive doubling 是 log2(p)，halving-doubling 是 2 log2(p)，"
+        "环是 2(p-1)；另外 reduce-to-one 的根节点要处理 2(p-1) 条消息，每条都让网卡花费 o")),
     (32, 4 << 10, "cpu", 1,
      tr("4 KiB on 32 tasks: both terms matter", "32 个任务、4 KiB：两项都重要"),
      tr("n/B = 3.3 us, a = 10 us. Reduce-to-one pays 2(p-1) n/B at the root; which formula "

@@ -71,9 +71,11 @@ def predict_fastest(p, nbytes, system="cpu", tasks_per_machine=1):
         hw = Hardware.from_catalog(HardwareCatalog.default(), system, Layout(tasks_per_machine))
         hw.network.latency_ns, hw.network.bandwidth        # between machines
         hw.intra_link.latency_ns, hw.intra_link.bandwidth  # inside one machine
+        hw.network.message_ns                              # a card's time per message, o
 
-    and ``all_reduce_time(name, p, nbytes, a, B)`` (``simdist.collectives``) gives each
-    algorithm's time when every task has a machine (and a network card) of its own. When tasks share a machine,
+    and ``all_reduce_time(name, p, nbytes, a, B, o)`` (``simdist.collectives``) gives each
+    algorithm's time when every task has a machine (and a network card) of its own. When
+    tasks share a machine,
     think about what those formulas leave out. The check accepts any algorithm whose
     simulated time is within 2% of the fastest one.
     """

@@ -38,7 +38,8 @@ def ring_all_reduce(ctx, members, value):
 
 
 def estimate(name, p, nbytes, hw):
-    """The alpha-beta time of one algorithm on this hardware, in ns.
+    """The alpha-beta time of one algorithm on this hardware, in ns (with the link's cost per
+    message o, which a root receiving p-1 messages pays p-1 times).
 
     Everyone on one machine: the closed form with the machine's own link. One task per
     machine: the closed form with the network. Several tasks per machine on several machines:
@@ -51,11 +52,11 @@ def estimate(name, p, nbytes, hw):
     k = hw.layout.tasks_per_machine
     machines = math.ceil(p / k)
     link = hw.intra_link if machines == 1 else hw.network
-    a, B = link.latency_ns, link.bandwidth
+    a, B, o = link.latency_ns, link.bandwidth, link.message_ns
     if machines == 1 or k == 1 or name == "ring":
-        return all_reduce_time(name, p, nbytes, a, B)
-    latency_only = all_reduce_time(name, p, 0, a, B)
-    bandwidth_part = all_reduce_time(name, p, nbytes, a, B) - latency_only
+        return all_reduce_time(name, p, nbytes, a, B, o)
+    latency_only = all_reduce_time(name, p, 0, a, B, o)
+    bandwidth_part = all_reduce_time(name, p, nbytes, a, B, o) - latency_only
     return latency_only + k * bandwidth_part
 
 

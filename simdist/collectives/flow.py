@@ -4,7 +4,7 @@ In a run with ``simulate(..., fidelity="flow")`` (``simdist run ... --fidelity f
 ``all_reduce`` over size-only values (``Phantom``) does not send the algorithm's messages:
 each member joins the call once, and the network (``simdist.sim.flows``) runs each phase of the
 algorithm as one flow: its time alone from the algorithm's closed form (``formulas.py``), its
-bytes through each member's NIC from the algorithm's traffic, and NIC contention from
+bytes and messages through each member's NIC from the algorithm's traffic, and NIC contention from
 max-min fair sharing with the other flows running at the same time. Each member wakes once,
 when the call ends, and its trace shows one span per phase, and on its machine's NIC an
 egress and an ingress span per phase: its bytes at the speed the phase ran (the NIC busy
@@ -45,9 +45,10 @@ from __future__ import annotations
 import functools
 import math
 
-from simdist.sim.flows import INTRA, NETWORK, FlowPhase
+from simdist.sim.flows import INTRA, NETWORK, FlowPhase, PortTraffic
 from simdist.sim.network import nic_name
 from simdist.sim.payloads import Phantom
+from simdist.collectives import formulas
 from simdist.collectives.group import CollectiveError, member_address
 from simdist.collectives.ops import ReduceOp, split_sizes
 
@@ -72,14 +73,17 @@ def _plan(record, orders, n, hardware, options):
             if record.name == "ring":  # several tasks a machine: hops over NICs and NVLink
                 return _ring_on_machines(orders, machines, n, hardware, **options)
             return None
-        formula = record.formula(len(orders), n, hardware.network.latency_ns,
-                                 hardware.network.bandwidth, **options)
+        net = hardware.network
+        formula = record.formula(len(orders), n, net.latency_ns, net.bandwidth,
+                                 o=net.message_ns, **options)
         return planner(orders, n, formula, **options)
     return planner(orders, machines, n, hardware, **options)
 
 
-def _net(orders, tx, rx):
-    return tuple((o, NETWORK, t, r) for o, t, r in zip(orders, tx, rx))
+def _net(orders, tx, rx, tx_messages, rx_messages):
+    """Each member's NETWORK traffic: bytes and messages sent and received."""
+    return tuple(PortTraffic(*fields) for fields in zip(
+        orders, [NETWORK] * len(orders), tx, rx, tx_messages, rx_messages))
 
 
 def _even(names, total, traffic):
@@ -89,8 +93,9 @@ def _even(names, total, traffic):
 
 def _ring(orders, n, total, pieces=1):
     p = len(orders)
-    moved = [(p - 1) * math.ceil(n / p)] * p
-    return _even(("reduce-scatter", "all-gather"), total, [_net(orders, moved, moved)] * 2)
+    moved, messages = [(p - 1) * math.ceil(n / p)] * p, [(p - 1) * pieces] * p
+    return _even(("reduce-scatter", "all-gather"), total,
+                 [_net(orders, moved, moved, messages, messages)] * 2)
 
 
 def _ring_on_machines(orders, machines, n, hardware, pieces=1):
@@ -105,12 +110,12 @@ def _ring_on_machines(orders, machines, n, hardware, pieces=1):
     total = ring_on_machines(crosses, n, hardware, pieces)
     if total is None:
         return None
-    moved = (p - 1) * math.ceil(n / p)
+    moved, m = (p - 1) * math.ceil(n / p), (p - 1) * pieces
     traffic = []
     for r, o in enumerate(orders):  # each member sends to its successor, hears its predecessor
         out, into = (NETWORK if crosses[r] else INTRA), (NETWORK if crosses[r - 1] else INTRA)
-        traffic += [(o, out, moved, moved)] if out == into else \
-            [(o, out, moved, 0), (o, into, 0, moved)]
+        traffic += [PortTraffic(o, out, moved, moved, m, m)] if out == into else \
+            [PortTraffic(o, out, moved, 0, m, 0), PortTraffic(o, into, 0, moved, 0, m)]
     return _even(("reduce-scatter", "all-gather"), total, [tuple(traffic)] * 2)
 
 
@@ -131,7 +136,8 @@ def _period(crosses) -> int:
 def ring_on_machines(crosses, n: int, hardware, pieces: int = 1) -> float | None:
     """The ring all-reduce's time in ns when hop r (member r to r+1) crosses the network
     where ``crosses[r]`` and the machine's own link elsewhere, as message mode runs it: each
-    hop a + (n/p/pieces)/B of its link, each port a FIFO carrying one hop. A member sends
+    hop a + (n/p/pieces)/B of its link, holding its port o + (n/p/pieces)/B (o: the link's
+    cost per message), each port a FIFO carrying one hop. A member sends
     step s's pieces as it receives step s-1's from its predecessor and its port is free, so
     the slowest hop (the NIC's) sets the pace once the chunks are large, as in NCCL's ring;
     its sender's next chunks queue while the hops inside machines wait. Evaluated step by
@@ -142,7 +148,7 @@ def ring_on_machines(crosses, n: int, hardware, pieces: int = 1) -> float | None
         return 0.0
     chunk = math.ceil(n / p) / pieces
     net, intra = hardware.network, hardware.intra_link
-    hop = [(link.latency_ns, chunk * 1e9 / link.bandwidth)
+    hop = [(link.latency_ns, chunk * 1e9 / link.bandwidth, link.message_ns)
            for link in (net if x else intra for x in crosses)]
     q = _period(crosses)  # hop[r] is hop[r % q]
     if q * 2 * (p - 1) * pieces > RING_WORK:
@@ -152,12 +158,12 @@ def ring_on_machines(crosses, n: int, hardware, pieces: int = 1) -> float | None
     for _ in range(2 * (p - 1)):  # a step: each member sends a chunk's pieces to the next
         got = [None] * q
         for c in range(q):
-            a, d = hop[c]
+            a, d, o = hop[c]
             t, out = free[c], []
             for j in range(pieces):
                 t = max(ready[c][j], t)
                 out.append(t + a + d)
-                t += d
+                t += o + d
             free[c], got[(c + 1) % q] = t, out
         ready = got
     return max(r[-1] for r in ready)
@@ -165,26 +171,28 @@ def ring_on_machines(crosses, n: int, hardware, pieces: int = 1) -> float | None
 
 def _reduce_to_one(orders, n, total):
     p = len(orders)
-    leaves = [0] + [n] * (p - 1)
-    root_side = [(p - 1) * n] + [0] * (p - 1)
+    leaves, leaf_messages = [0] + [n] * (p - 1), [0] + [1] * (p - 1)
+    root_side, root_messages = [(p - 1) * n] + [0] * (p - 1), [p - 1] + [0] * (p - 1)
     return _even(("reduce", "broadcast"), total,
-                 [_net(orders, leaves, root_side), _net(orders, root_side, leaves)])
+                 [_net(orders, leaves, root_side, leaf_messages, root_messages),
+                  _net(orders, root_side, leaves, root_messages, leaf_messages)])
 
 
 def _recursive_doubling(orders, n, total):
     p = len(orders)
     rounds = (p.bit_length() - 1) + (0 if p & (p - 1) == 0 else 2)  # the fold: one more each way
-    moved = [rounds * n] * p
-    return _even(("exchange",), total, [_net(orders, moved, moved)])
+    moved, messages = [rounds * n] * p, [rounds] * p
+    return _even(("exchange",), total, [_net(orders, moved, moved, messages, messages)])
 
 
 def _halving_doubling(orders, n, total):
     p = len(orders)
     rounds = p.bit_length() - 1
-    moved = [sum(math.ceil(n / 2 ** (k + 1)) for k in range(rounds))
-             + (0 if p & (p - 1) == 0 else n)] * p
+    fold = p & (p - 1) != 0
+    moved = [sum(math.ceil(n / 2 ** (k + 1)) for k in range(rounds)) + fold * n] * p
+    messages = [rounds + fold] * p
     return _even(("reduce-scatter (halving)", "all-gather (doubling)"), total,
-                 [_net(orders, moved, moved)] * 2)
+                 [_net(orders, moved, moved, messages, messages)] * 2)
 
 
 def _binary_tree(orders, n, total, pieces=1):
@@ -192,19 +200,24 @@ def _binary_tree(orders, n, total, pieces=1):
     children = [len([c for c in (2 * i + 1, 2 * i + 2) if c < p]) for i in range(p)]
     up = [0 if i == 0 else n for i in range(p)]
     down = [k * n for k in children]
+    up_messages = [0 if i == 0 else pieces for i in range(p)]
+    down_messages = [k * pieces for k in children]
     return _even(("reduce (up the tree)", "broadcast (down)"), total,
-                 [_net(orders, up, down), _net(orders, down, up)])
+                 [_net(orders, up, down, up_messages, down_messages),
+                  _net(orders, down, up, down_messages, up_messages)])
 
 
 def _double_binary_tree(orders, n, total, pieces=1):
     p = len(orders)
-    moved = [0] * p
+    moved, messages = [0] * p, [0] * p
     for half, place in ((n - n // 2, lambda r: r), (n // 2, lambda r: p - 1 - r)):
         for r in range(p):  # up and down the tree: to its parent and to each child
             i = place(r)
-            moved[r] += half * ((i > 0) + len([c for c in (2 * i + 1, 2 * i + 2) if c < p]))
+            hops = (i > 0) + len([c for c in (2 * i + 1, 2 * i + 2) if c < p])
+            moved[r] += half * hops
+            messages[r] += pieces * hops
     return _even(("reduce and broadcast (two trees)",), total,
-                 [_net(orders, moved, moved)])
+                 [_net(orders, moved, moved, messages, messages)])
 
 
 def _ps(orders, n, total, num_ps=1, placement="spread"):  # one member a machine: same
@@ -214,8 +227,12 @@ def _ps(orders, n, total, num_ps=1, placement="spread"):  # one member a machine
     shards = split_sizes(n, num_ps) + [0] * (p - num_ps)
     pushed = [sum(shards) - shards[r] for r in range(p)]  # to every server but itself
     served = [(p - 1) * shards[r] for r in range(p)]
+    servers = sum(1 for shard in shards if shard)
+    pushes = [servers - (shards[r] > 0) for r in range(p)]
+    serves = [(p - 1) * (shards[r] > 0) for r in range(p)]
     return _even(("push", "pull"), total,
-                 [_net(orders, pushed, served), _net(orders, served, pushed)])
+                 [_net(orders, pushed, served, pushes, serves),
+                  _net(orders, served, pushed, serves, pushes)])
 
 
 def _hierarchical(orders, machines, n, hardware, pieces=1, groups=None):
@@ -232,16 +249,18 @@ def _hierarchical(orders, machines, n, hardware, pieces=1, groups=None):
     intra, net = hardware.intra_link, hardware.network
     phases = []
     if k > 1:
-        reduce_ns = intra.latency_ns + (k - 1) * n * 1e9 / intra.bandwidth
-        up = tuple((o, INTRA, 0 if i == 0 else n, (len(g) - 1) * n if i == 0 else 0)
+        reduce_ns = formulas.reduce_to_one(k, n, intra.latency_ns, intra.bandwidth,
+                                           intra.message_ns) / 2
+        up = tuple(PortTraffic(o, INTRA, n, 0, 1, 0) if i else
+                   PortTraffic(o, INTRA, 0, (len(g) - 1) * n, 0, len(g) - 1)
                    for g in local for i, o in enumerate(g))
-        down = tuple((o, INTRA, r, t) for o, _, t, r in up)
+        down = tuple(PortTraffic(t.order, INTRA, t.rx, t.tx, t.rx_messages, t.tx_messages)
+                     for t in up)
         phases.append(FlowPhase("reduce in the machine", reduce_ns, up))
     if m > 1:
-        from simdist.collectives.formulas import ring
-
         leaders = [g[0] for g in local]
-        phases += _ring(leaders, n, ring(m, n, net.latency_ns, net.bandwidth, pieces))
+        phases += _ring(leaders, n, formulas.ring(m, n, net.latency_ns, net.bandwidth, pieces,
+                                                  net.message_ns), pieces)
     if k > 1:
         phases.append(FlowPhase("broadcast in the machine", reduce_ns, down))
     return tuple(phases)
@@ -361,48 +380,50 @@ def flow_all_reduce(ctx, record, members, value, op, options):
     return value
 
 
-#: id(phase) -> (the FlowPhase, its NETWORK bytes by member: {order: [(tx, rx), ...]}, the
-#: most bytes one port moves): the tasks of one process share a plan (``_plan``'s cache),
-#: so each phase's traffic is indexed once, not scanned again by each member
+#: id(phase) -> (the FlowPhase, its NETWORK traffic by member: {order: [PortTraffic, ...]},
+#: the most time one port is busy): the tasks of one process share a plan (``_plan``'s
+#: cache), so each phase's traffic is indexed once, not scanned again by each member
 _BY_MEMBER: dict = {}
 
 
-def _network_traffic(plan):
-    """``plan``'s NETWORK traffic by member, and its busiest port's bytes (cached)."""
+def _network_traffic(plan, link):
+    """``plan``'s NETWORK traffic by member, and its busiest port's time on ``link``
+    (cached)."""
     entry = _BY_MEMBER.get(id(plan))
     if entry is None or entry[0] is not plan:
         if len(_BY_MEMBER) >= 256:
             _BY_MEMBER.clear()
-        by_member, most = {}, 0
-        for order, link, tx, rx in plan.traffic:
-            if link == NETWORK:
-                by_member.setdefault(order, []).append((tx, rx))
-                most = max(most, tx, rx)
+        by_member, most = {}, 0.0
+        for traffic in plan.traffic:
+            if traffic.link == NETWORK:
+                by_member.setdefault(traffic.order, []).append(traffic)
+                most = max(most, *traffic.busy_ns(link))
         entry = _BY_MEMBER[id(plan)] = (plan, by_member, most)
     return entry[1], entry[2]
 
 
 def _nic_spans(ctx, what: str, phase, plan) -> None:
     """This member's share of its machine's NIC during one phase, as message mode shows
-    it: an egress span of its bytes sent and an ingress span of its bytes received, each
-    as long as those bytes take at the speed the phase ran (its transfer time over the
-    closed form's alone: slower when other flows shared the NICs)."""
+    it: an egress span of what it sent and an ingress span of what it received, each as
+    long as its bytes and messages take (``PortTraffic.busy_ns``) at the speed the phase
+    ran (its busiest port's time over the closed form's alone: slower when other flows
+    shared the NICs)."""
     trace = ctx._trace  # a span of the NIC's process, kept in this task's stream
     if trace is None:
         return
-    by_member, most = _network_traffic(plan)
+    link = ctx.hardware.network
+    by_member, alone = _network_traffic(plan, link)  # alone: the busiest port's time
     mine = by_member.get(ctx.order)
-    if not mine or most <= 0:
+    if not mine or alone <= 0:
         return
-    per_byte = 1e9 / ctx.hardware.network.bandwidth  # ns
-    alone = most * per_byte  # W: the busiest port's transfer time alone
     took = phase.end - phase.start
     transfer = min(took, max(alone, took - (plan.duration_ns - alone)))
     nic = nic_name(ctx.hardware.layout.machine_of(ctx.order))
-    for tx, rx in mine:
-        for lane, nbytes, name in (("egress", tx, f"{ctx.name} → {what}"),
-                                   ("ingress", rx, f"{what} → {ctx.name}")):
-            if nbytes:
+    for traffic in mine:
+        for lane, nbytes, busy, name in zip(
+                ("egress", "ingress"), (traffic.tx, traffic.rx), traffic.busy_ns(link),
+                (f"{ctx.name} → {what}", f"{what} → {ctx.name}")):
+            if busy:
                 trace.span(nic, lane, name, "network", phase.start,
-                           max(1, round(nbytes * per_byte * transfer / alone)),
+                           max(1, round(busy * transfer / alone)),
                            {"bytes": nbytes, "flow": True})

@@ -41,7 +41,8 @@ class AllReduceAlgorithm(NamedTuple):
     summary: str  # one line for --help
     function: Callable  # function(ctx, members, value, op, device=None, **options): generator
     # its closed form in ns when every member has a machine of its own, or None:
-    # formula(p, n, a, B, **options) with a, B the network's latency and bandwidth
+    # formula(p, n, a, B, o=..., **options) with a, B, o the network's latency, bandwidth
+    # and cost per message
     formula: Callable | None = None
     bound: bool = False  # formula exact for p a power of two, an upper bound otherwise
     # a closed form that reads the machine layout instead (replaces ``formula``):
@@ -75,7 +76,8 @@ class AllReduceAlgorithm(NamedTuple):
         if self.formula is None or hardware.layout.num_machines(p) != p:
             return None
         link = hardware.network
-        return self.formula(p, n, link.latency_ns, link.bandwidth, **options)
+        return self.formula(p, n, link.latency_ns, link.bandwidth, o=link.message_ns,
+                            **options)
 
 
 def _hierarchical_closed_form(p: int, n: int, hardware, pieces: int = 1, groups=None):
@@ -86,7 +88,8 @@ def _hierarchical_closed_form(p: int, n: int, hardware, pieces: int = 1, groups=
         return None
     intra, net = hardware.intra_link, hardware.network
     return formulas.hierarchical(math.ceil(p / k), min(k, p), n, intra.latency_ns,
-                                 intra.bandwidth, net.latency_ns, net.bandwidth, pieces)
+                                 intra.bandwidth, net.latency_ns, net.bandwidth, pieces,
+                                 intra_o=intra.message_ns, net_o=net.message_ns)
 
 
 def _ps_checked(p: int) -> list[dict]:
@@ -154,13 +157,15 @@ def all_reduce(ctx, members, value, op=ReduceOp.SUM, algorithm: str = "ring",
                                              **options))
 
 
-def all_reduce_time(algorithm: str, p: int, n: int, a: int, B: int, **options) -> float:
+def all_reduce_time(algorithm: str, p: int, n: int, a: int, B: int, o: int = 0,
+                    **options) -> float:
     """The closed-form time in ns of an algorithm by name when every member has its own link
-    of latency ``a`` ns and bandwidth ``B`` bytes/s."""
+    of latency ``a`` ns and bandwidth ``B`` bytes/s, each message holding a port ``o`` ns
+    more (the link's ``message_ns``; 0: the alpha-beta model)."""
     record = algorithm_named(algorithm)
     record.check_options(options)
     if record.formula is None:
         raise InvalidArgumentError(
             f"the {algorithm} all-reduce has no closed form over one kind of link: "
             f"ALGORITHMS[{algorithm!r}].closed_form(p, n, hardware) reads the machines")
-    return record.formula(p, n, a, B, **options)
+    return record.formula(p, n, a, B, o=o, **options)

@@ -78,18 +78,28 @@ DEVICES = (
 LINKS = (
     # Ethernet: bandwidth = line rate / 8 (IEEE 802.3); latency = typical one-way small-message
     # latency measured with TCP or MPI for that class of Ethernet (teaching round numbers).
+    # message_ns: the part of that latency during which each end's host and NIC are busy with
+    # the message (LogP's overhead o, Culler et al. 1993): a TCP message costs each end a
+    # system call and the protocol stack, a few us of CPU whatever its size; Keeton, Anderson
+    # and Patterson, "LogP Quantified: The Case for Low Overhead Local Area Networks" (Hot
+    # Interconnects 1995) found this overhead the dominant cost of small messages on LANs.
+    # RDMA posts a work request and polls a completion instead. Teaching round numbers.
     dict(name="1gbe", kind="network",
          latency_ns=30_000,  # typical TCP one-way on 1 GbE: 25-50 us
-         bandwidth=125_000_000),  # IEEE 802.3ab 1000BASE-T: 1 Gbit/s / 8
+         bandwidth=125_000_000,  # IEEE 802.3ab 1000BASE-T: 1 Gbit/s / 8
+         message_ns=5_000),  # teaching assumption: TCP stack and interrupt per message
     dict(name="10gbe", kind="network",
          latency_ns=10_000,  # typical TCP one-way on 10 GbE
-         bandwidth=1_250_000_000),  # IEEE 802.3ae: 10 Gbit/s / 8
+         bandwidth=1_250_000_000,  # IEEE 802.3ae: 10 Gbit/s / 8
+         message_ns=2_000),  # teaching assumption: TCP send or receive system call and stack
     dict(name="25gbe", kind="network",
          latency_ns=5_000,  # typical TCP one-way on 25 GbE
-         bandwidth=3_125_000_000),  # IEEE 802.3by: 25 Gbit/s / 8
+         bandwidth=3_125_000_000,  # IEEE 802.3by: 25 Gbit/s / 8
+         message_ns=1_500),  # teaching assumption: as 10 GbE, on a newer host
     dict(name="100gbe", kind="network",
          latency_ns=2_000,  # typical MPI over RDMA (RoCE), 100 GbE
-         bandwidth=12_500_000_000),  # IEEE 802.3ba: 100 Gbit/s / 8
+         bandwidth=12_500_000_000,  # IEEE 802.3ba: 100 Gbit/s / 8
+         message_ns=500),  # teaching assumption: post a work request, poll its completion
     # PCI Express Base Spec 3.0: 8 GT/s x 16 lanes x 128b/130b encoding / 8 = 15.75 GB/s
     # theoretical (CUDA's bandwidthTest measures ~12 GB/s with pinned memory).
     dict(name="pcie3-x16", kind="pcie",
@@ -105,7 +115,9 @@ LINKS = (
          bandwidth=18 * 25 * 10**9),  # H100 datasheet: 18 links, 900 GB/s bidirectional
     # Shared memory between processes of one host: typical MPI intra-node measurement (OSU
     # osu_latency ~0.3-0.5 us, osu_bw ~10 GB/s for large messages): teaching round numbers.
-    dict(name="shm", kind="shm", latency_ns=500, bandwidth=10 * 10**9),
+    # message_ns 200: copying a small message into and out of the shared segment (teaching
+    # assumption). PCIe, NVLink and ICI: 0, a message's fixed cost is within their latency.
+    dict(name="shm", kind="shm", latency_ns=500, bandwidth=10 * 10**9, message_ns=200),
     # TPU v3 inter-chip interconnect (Jouppi et al., "A Domain-Specific Supercomputer for
     # Training Deep Neural Networks", CACM 2020): 4 ICI links of 656 Gbit/s per chip; one link,
     # taken as per direction. Latency 1 us is a teaching assumption. Kind "network": it also

@@ -5,7 +5,8 @@ cost model::
 
     max(flops / (peak_flops x efficiency), nbytes / mem_bandwidth) + launch_overhead_ns
 
-A *link* carries a message of n bytes in ``latency_ns + ceil(n / bandwidth)``. A *system* is a
+A *link* carries a message of n bytes in ``latency_ns + ceil(n / bandwidth)`` and holds each
+end's port for ``message_ns + ceil(n / bandwidth)`` of it (a cost per message). A *system* is a
 named machine type: which device every task uses, the link between tasks on one machine and the
 network between machines. A ``Layout`` says how many tasks share a machine. A calibrated
 device adds the host's own work of TF's runtime, its ``HostCosts`` (``host_costs.py``).
@@ -108,27 +109,51 @@ class DeviceProfile:
 
 @dataclass(frozen=True)
 class LinkProfile:
-    """One link: one-way latency (ns) and bandwidth (bytes/s per direction)."""
+    """One link: one-way latency (ns), bandwidth (bytes/s per direction) and the time each
+    end's port is busy per message whatever its size (ns).
+
+    ``latency_ns`` is a small message's one-way time, as a ping-pong measures it.
+    ``message_ns`` is the part of it during which the sending and the receiving port are
+    busy with the message: the host's network stack and the NIC's per-message work (LogP's
+    overhead o: Culler et al., "LogP: Towards a Realistic Model of Parallel Computation",
+    PPoPP 1993). A lone message of n bytes takes ``latency_ns + n/B`` whatever
+    ``message_ns`` is; a port starts at most one message per ``message_ns``, so k small
+    messages through one port take k x ``message_ns`` more than one.
+    """
 
     name: str
     kind: str
     latency_ns: int
     bandwidth: int
+    message_ns: int = 0
 
     def __post_init__(self):
         check_name("link name", self.name)
         check_choice(f"link {brief(self.name)}: kind", self.kind, LINK_KINDS)
         check_int(f"link {brief(self.name)}: latency_ns", self.latency_ns, 1)
         check_int(f"link {brief(self.name)}: bandwidth", self.bandwidth, 1)
+        check_int(f"link {brief(self.name)}: message_ns", self.message_ns, 0)
+        if self.message_ns >= self.latency_ns:
+            raise InvalidArgumentError(
+                f"link {brief(self.name)}: message_ns must be less than latency_ns "
+                f"({self.latency_ns}), got {self.message_ns}: a small message's one-way "
+                "time includes the ends' time on it")
 
     def serialization_ns(self, nbytes: int) -> int:
-        """Time to put nbytes on the wire: ceil(nbytes * 1e9 / bandwidth), exact integers."""
+        """How long a message of nbytes holds each end's port: message_ns + ceil(nbytes *
+        1e9 / bandwidth), exact integers."""
         check_int("nbytes", nbytes, 0)
-        return ceil_div(int(nbytes) * 10**9, self.bandwidth)
+        return self.message_ns + ceil_div(int(nbytes) * 10**9, self.bandwidth)
+
+    @property
+    def flight_ns(self) -> int:
+        """From a message's start on the sending port to its first bit at the receiving
+        port: latency_ns - message_ns."""
+        return self.latency_ns - self.message_ns
 
     def transfer_time_ns(self, nbytes: int) -> int:
-        """Time for a message of nbytes over a free link: latency + serialization."""
-        return self.latency_ns + self.serialization_ns(nbytes)
+        """Time for a message of nbytes over a free link: latency + nbytes / bandwidth."""
+        return self.flight_ns + self.serialization_ns(nbytes)
 
 
 @dataclass(frozen=True)
@@ -162,7 +187,8 @@ _FILE_FIELDS = {
     "devices": {"device_type": "str", "peak_flops": "FLOP/s", "mem_bandwidth": "B/s",
                 "memory": "B", "launch_overhead_ns": "ns", "efficiency": "fraction",
                 **{name: "ns" for name in HOST_COST_NAMES}, "virtual": "bool"},
-    "links": {"kind": "str", "latency_ns": "ns", "bandwidth": "B/s"},
+    "links": {"kind": "str", "latency_ns": "ns", "bandwidth": "B/s",
+              "message_ns": "ns"},
     "systems": {"device": "str", "intra_link": "str", "network": "str", "description": "str"},
 }
 _SECTION_CLASS = {"devices": DeviceProfile, "links": LinkProfile, "systems": SystemProfile}
@@ -386,7 +412,9 @@ class Hardware:
         return self.network
 
     def min_latency_ns(self, num_tasks: int) -> int:
-        """The smallest latency of any link between two distinct tasks of num_tasks."""
+        """The smallest latency of any link between two distinct tasks of num_tasks: no
+        message sent in a time window of this width is due (its last bit's earliest
+        arrival) within it."""
         check_int("num_tasks", num_tasks, 0)
         if num_tasks <= 1:
             return self.network.latency_ns

@@ -5,15 +5,18 @@ analytical backend) do: instead of one event per message, each phase of a collec
 flow that moves a known number of bytes through each NIC it uses, and concurrent flows share
 a NIC's bandwidth max-min fairly (progressive filling). A phase alone on the network lasts
 exactly its closed-form time: it is ``head`` ns of latency (the first bits in flight), then
-``W`` ns of transfer (W = its busiest port's bytes / bandwidth; a flow running at speed s < 1
+``W`` ns of transfer (W = its busiest port's time, below; a flow running at speed s < 1
 because others share its ports takes W/s), then the rest of its latency.
 
 A collective starts when its last member joins (the members of a message-mode collective may
 start their first sends before). Like ``network.Network``, this is a deterministic state
 machine that every MPI rank runs on the same joins, so the flows' times never depend on how
-tasks are spread over ranks. ``head`` is the time window's width (the smallest latency): a
-flow learned of at the end of a window only starts using bandwidth after that window, so
-no flow already finished can be slowed down by one that starts later.
+tasks are spread over ranks. A port's time in a phase is its bytes / bandwidth plus the
+link's ``message_ns`` for each of its messages but the first, whose cost is inside the
+latency (as in message mode: k messages through a port take a + k m/B + (k-1) o).
+``head`` is the time window's width (the smallest latency): a flow learned of at the end of
+a window only starts using bandwidth after that window, so no flow already finished can be
+slowed down by one that starts later.
 """
 
 from __future__ import annotations
@@ -32,14 +35,30 @@ FIDELITIES = ("message", "flow")
 NETWORK, INTRA = "network", "intra"
 
 
+class PortTraffic(NamedTuple):
+    """What one member's port sends and receives in a phase: bytes and messages."""
+
+    order: int  # the member's task order
+    link: str  # NETWORK or INTRA
+    tx: int  # bytes sent
+    rx: int  # bytes received
+    tx_messages: int = 0
+    rx_messages: int = 0
+
+    def busy_ns(self, link) -> tuple[float, float]:
+        """(sending, receiving) time of this traffic on ``link`` (a LinkProfile), ns."""
+        per_byte = 1e9 / link.bandwidth
+        return (self.tx * per_byte + self.tx_messages * link.message_ns,
+                self.rx * per_byte + self.rx_messages * link.message_ns)
+
+
 class FlowPhase(NamedTuple):
     """One phase of a collective (a reduce-scatter, a push...): its time alone on the network
-    (ns, from the closed form) and the bytes each member's port sends and receives."""
+    (ns, from the closed form) and what each member's port sends and receives."""
 
     name: str
     duration_ns: float
-    #: ((task order, NETWORK or INTRA, tx bytes, rx bytes), ...)
-    traffic: tuple
+    traffic: tuple  # a PortTraffic per member and link
 
 
 class FlowJoin(NamedTuple):
@@ -105,8 +124,7 @@ class FlowModel:
         self.hardware, self.head, self.task_names = hardware, head_ns, task_names
         machine = [hardware.layout.machine_of(i) for i in range(len(task_names))]
         self._nic = {NETWORK: lambda o: ("nic", machine[o]), INTRA: lambda o: ("port", o)}
-        self._bandwidth = {NETWORK: hardware.network.bandwidth / 1e9,  # bytes per ns
-                           INTRA: hardware.intra_link.bandwidth / 1e9}
+        self._link = {NETWORK: hardware.network, INTRA: hardware.intra_link}
         self._pending: dict[tuple, _PendingFlow] = {}  # by the call's key
         self._events: list = []  # (time, seq, kind, phase or flow, version)
         self._seq = 0
@@ -151,14 +169,17 @@ class FlowModel:
             return
         plan = flow.phases[index]
         loads: dict = {}
-        for order, link, tx, rx in plan.traffic:
-            port = self._nic[link](order)
-            bandwidth = self._bandwidth[link]
-            for direction, nbytes in ((0, tx), (1, rx)):
-                if nbytes:
+        for traffic in plan.traffic:
+            link = traffic.link
+            port = self._nic[link](traffic.order)
+            for direction, busy in enumerate(traffic.busy_ns(self._link[link])):
+                if busy:
                     key = (port, direction, link)
-                    loads[key] = loads.get(key, 0.0) + nbytes / bandwidth  # ns busy
-        work = max(loads.values(), default=0.0)  # W: the busiest port's transfer time
+                    loads[key] = loads.get(key, 0.0) + busy  # ns
+        loads = {key: busy - self._link[key[2]].message_ns  # the first message's cost is
+                 for key, busy in loads.items()  # inside the latency
+                 if busy > self._link[key[2]].message_ns}
+        work = max(loads.values(), default=0.0)  # W: the busiest port's time
         rates = {port: busy / work for port, busy in loads.items()} if work else {}
         # rates: the share of each port's bandwidth the phase uses at full speed (<= 1)
         tail = max(0.0, plan.duration_ns - work - self.head)

@@ -77,8 +77,8 @@ class Network:
         self.task_names = task_names
         self.tracer = tracer
         self._ports = Ports()
-        # a heap of (first bit's arrival, dst order, src order, seq, message header,
-        # egress start, serialization ns)
+        # a heap of (when it is due: its first bit's arrival + the link's cost per message,
+        # dst order, src order, seq, message header, egress start, serialization ns)
         self._heads: list = []
         self._flow_ids = 0
         # as many records as all the tasks together (it records all their messages)
@@ -92,7 +92,14 @@ class Network:
         self.flows = FlowModel(hardware, task_names, self.min_latency())
 
     def min_latency(self) -> int:
-        """The window width for conservative synchronization: no message is faster."""
+        """The window width for conservative synchronization: no message is due sooner.
+
+        A message is due ``latency_ns`` after its start on the sender's port (its first bit
+        arrives ``message_ns`` before, and the receiving port then spends at least
+        ``message_ns`` on it). The receiving ports take messages in the order they are due,
+        which on one port is the order their first bits arrive (one link, one
+        ``message_ns``), so a window ingests every message due before its end, all of them
+        known by then, whatever the links' costs per message."""
         return self.hardware.min_latency_ns(len(self.task_names))
 
     def _route(self, src: int, dst: int):
@@ -113,16 +120,16 @@ class Network:
                 out.span(nic_name(endpoint[1]), "egress",
                          f"{self.task_names[src]} → {self.task_names[dst]}", "network", start,
                          ser, {"bytes": nbytes, "tag": str(header.tag)})
-            heappush(heads, (head, dst, src, header.seq, header, start, ser))
+            heappush(heads, (head + link.message_ns, dst, src, header.seq, header, start, ser))
 
     def next_time(self):
-        """When the next message's first bit reaches its receiver, or the next flow event
-        happens, or INFINITY."""
+        """When the next message is due at its receiver, or the next flow event happens, or
+        INFINITY."""
         head = self._heads[0][0] if self._heads else INFINITY
         return min(head, self.flows.next_time())
 
     def ingress(self, limit: int):
-        """Deliver every message whose first bit arrives before ``limit``.
+        """Deliver every message due before ``limit``.
 
         Returns (arrival time, header) pairs in a fixed order; the receiver's endpoint
         serializes messages in the order their first bit arrived.
@@ -130,8 +137,9 @@ class Network:
         ports, heads = self._ports, self._heads
         out = []
         while heads and heads[0][0] < limit:
-            head, dst, src, seq, header, tx_start, ser = heappop(heads)
+            due, dst, src, seq, header, tx_start, ser = heappop(heads)
             link, crosses, _, endpoint = self._route(src, dst)
+            head = due - link.message_ns
             start, arrival = ports.receive(endpoint, head, ser)
             if self._out is not None:
                 self._record(header, link, crosses, endpoint, tx_start, start, head, arrival)

@@ -217,13 +217,14 @@ class Ports:
 
     def send(self, endpoint, link, ready: int, nbytes: int) -> tuple[int, int, int]:
         """Serialize ``nbytes`` on ``endpoint``'s way out from ``ready`` on, after what it
-        sends already. Returns (start, serialization ns, when the first bit arrives)."""
+        sends already. Returns (start, the port's time on it, when the first bit arrives):
+        ``LinkProfile.serialization_ns`` and ``flight_ns``, inlined (a hot path)."""
         start = self._tx.get(endpoint, 0)
         if start < ready:
             start = ready
-        ser = -(-nbytes * 1_000_000_000 // link.bandwidth)  # ceil, exact integers
+        ser = link.message_ns - (-nbytes * 1_000_000_000 // link.bandwidth)  # ceil, exact
         self._tx[endpoint] = start + ser
-        return start, ser, start + link.latency_ns
+        return start, ser, start + link.latency_ns - link.message_ns
 
     def receive(self, endpoint, head: int, ser: int) -> tuple[int, int]:
         """Take a transfer in on ``endpoint`` whose first bit arrives at ``head``, after what

@@ -75,10 +75,10 @@ def test_trace_max_records_caps_the_trace_file_and_says_so(tmp_path, capsys):
     trace = tmp_path / "t.json"
     assert simdist_main(["run", "token_ring", "--trace", str(trace),
                          "--trace-max-records", "20"]) == 0
-    assert "trace cut to its first 20 of 105 records (--trace-max-records)" \
+    assert "trace cut to its first 20 of 109 records (--trace-max-records)" \
         in capsys.readouterr().out
     data = json.loads(trace.read_text())
-    assert data["otherData"]["truncated"] == {"records": 105, "before_ns": 29024}
+    assert data["otherData"]["truncated"] == {"records": 109, "before_ns": 29024}
     assert len([e for e in data["traceEvents"] if e["ph"] != "M"]) <= 20 + 20  # flows: 2 each
     assert simdist_main(["summary", str(trace)]) == 0
     assert simdist_main(["run", "token_ring", "--trace-max-records", "0"]) == 2

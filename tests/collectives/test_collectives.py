@@ -64,7 +64,7 @@ def test_simulated_time_equals_the_closed_form(algorithm, p, n):
     out, _ = run_on_workers(p, lambda ctx: all_reduce(ctx, range(p), Phantom(n),
                                                       algorithm=algorithm, **options))
     took = max(t for _, t in out)
-    expected = all_reduce_time(algorithm, p, n, a, B, **options)
+    expected = all_reduce_time(algorithm, p, n, a, B, o=HW.network.message_ns, **options)
     if ALGORITHMS[algorithm].bound and p & (p - 1):
         assert took <= expected * 1.01
     else:
@@ -78,9 +78,12 @@ def test_pipelined_ring_equals_its_closed_form_and_hides_latency(pieces, n):
     a, B = HW.network.latency_ns, HW.network.bandwidth
     out, _ = run_on_workers(p, lambda ctx: all_reduce(ctx, range(p), Phantom(n), pieces=pieces))
     took = max(t for _, t in out)
-    assert took == pytest.approx(formulas.ring(p, n, a, B, pieces), rel=0.01)
-    if n == 64 << 10:  # latency-bound sizes gain from pipelining
-        assert took < formulas.ring(p, n, a, B, 1)
+    o = HW.network.message_ns
+    assert took == pytest.approx(formulas.ring(p, n, a, B, pieces, o), rel=0.01)
+    if n == 64 << 10 and pieces <= 4:  # latency-bound sizes gain from pipelining
+        assert took < formulas.ring(p, n, a, B, 1, o)
+    elif n == 64 << 10:  # until each 1 KiB piece pays more in messages than it hides
+        assert took > formulas.ring(p, n, a, B, 1, o)
 
 
 def test_ps_with_one_server_and_sharded_servers():
@@ -90,7 +93,8 @@ def test_ps_with_one_server_and_sharded_servers():
         out, _ = run_on_workers(p, lambda ctx: all_reduce(ctx, range(p), Phantom(n), algorithm="ps",
                                                num_ps=num_ps))
         took = max(t for _, t in out)
-        assert took == pytest.approx(formulas.parameter_server(p, n, a, B, num_ps), rel=0.01)
+        assert took == pytest.approx(
+            formulas.parameter_server(p, n, a, B, num_ps, o=HW.network.message_ns), rel=0.01)
 
 
 def test_hierarchical_sends_one_value_per_machine_over_the_network():
@@ -102,7 +106,8 @@ def test_hierarchical_sends_one_value_per_machine_over_the_network():
     took = res.end_time
     net, intra = hw.network, hw.intra_link
     expected = formulas.hierarchical(2, 4, n, intra.latency_ns, intra.bandwidth,
-                                     net.latency_ns, net.bandwidth)
+                                     net.latency_ns, net.bandwidth, intra_o=intra.message_ns,
+                                     net_o=net.message_ns)
     assert took == pytest.approx(expected, rel=0.01)
     network_flows = [f for f in res.trace.flows if f.args["link"] == net.name]
     assert len(network_flows) == 2 * 2 * (2 - 1)  # a 2-member ring between the machines
@@ -248,9 +253,9 @@ def test_devices_of_tasks_take_part_as_members():
             assert values == [expected] * 4
     took = max(r["hierarchical"][1] for r in res.returns.values())
     net, intra = hw.network, hw.intra_link
-    assert took == pytest.approx(formulas.hierarchical(2, 4, n, intra.latency_ns,
-                                                       intra.bandwidth, net.latency_ns,
-                                                       net.bandwidth), rel=0.01)
+    assert took == pytest.approx(formulas.hierarchical(
+        2, 4, n, intra.latency_ns, intra.bandwidth, net.latency_ns, net.bandwidth,
+        intra_o=intra.message_ns, net_o=net.message_ns), rel=0.01)
     lanes = res.trace.lanes("worker:1")
     assert {"GPU:0 collective", "GPU:3 collective", "GPU:1 nvlink tx", "GPU:0 nvlink rx"} <= \
         set(lanes)

@@ -13,7 +13,7 @@ from simdist.base.errors import InvalidArgumentError
 from tests.conftest import run_on_workers
 
 HW = Hardware.from_catalog(HardwareCatalog.default(), "cpu")
-A, B = HW.network.latency_ns, HW.network.bandwidth
+A, B, O = HW.network.latency_ns, HW.network.bandwidth, HW.network.message_ns
 TREES = {"binary-tree": binary_tree_all_reduce,
          "double-binary-tree": double_binary_tree_all_reduce}
 FORMULA = {"binary-tree": formulas.binary_tree,
@@ -115,7 +115,7 @@ def test_simulated_time_equals_the_closed_form(algorithm, pieces, p, n):
     out, _ = run_on_workers(p, lambda ctx: TREES[algorithm](ctx, range(p), Phantom(n),
                                                             pieces=pieces))
     took = max(t for _, t in out)
-    assert took == pytest.approx(FORMULA[algorithm](p, n, A, B, pieces), rel=0.01)
+    assert took == pytest.approx(FORMULA[algorithm](p, n, A, B, pieces, O), rel=0.01)
 
 
 @pytest.mark.parametrize("algorithm", TREES)
@@ -126,7 +126,7 @@ def test_closed_form_holds_for_float32_arrays_and_many_pieces(algorithm):
         out, _ = run_on_workers(p, lambda ctx: all_reduce(ctx, range(p), vals[ctx.order],
                                                algorithm=algorithm, pieces=pieces))
         took = max(t for _, t in out)
-        assert took == pytest.approx(all_reduce_time(algorithm, p, n, A, B, pieces=pieces),
+        assert took == pytest.approx(all_reduce_time(algorithm, p, n, A, B, O, pieces=pieces),
                                      rel=0.01)
         assert all(v[0] == 21.0 for v, _ in out)
 

@@ -190,7 +190,7 @@ def test_the_ring_over_machines_of_one_task_is_the_ring_closed_form():
     net = hardware().network
     for p, n, pieces in ((2, 4096, 1), (16, 1 << 22, 1), (8, 1 << 20, 4), (5, 999, 2)):
         assert ring_on_machines([True] * p, n, hardware(), pieces) == pytest.approx(
-            ring(p, n, net.latency_ns, net.bandwidth, pieces), rel=1e-12)
+            ring(p, n, net.latency_ns, net.bandwidth, pieces, net.message_ns), rel=1e-12)
 
 
 def test_a_ring_whose_machines_interleave_runs_its_messages():

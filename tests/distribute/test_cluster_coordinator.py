@@ -352,7 +352,7 @@ def test_simdist_run_parameter_server_reports_ps_load_and_reruns(capsys):
     from simdist.commands.cli import main
 
     assert main(["run", "parameter_server", "--workers", "2", "--ps", "2", "--steps", "20",
-                 "--fail", "worker:1@250us+200us", "--fail", "ps:0@1900us+100us"]) == 0
+                 "--fail", "worker:1@250us+200us", "--fail", "ps:0@2100us+100us"]) == 0
     out = capsys.readouterr().out
     assert "ps:0: 40 B of variables" in out and "ps:1: 4 B of variables" in out
     # epoch 0: 16 functions; epoch 1: its 4 cancelled by the ps failure, then 4 again

@@ -50,7 +50,7 @@ def test_the_failures_show_in_the_traces():
     from simdist.training.exercises import Exercise
 
     run = simulate_exercise(Exercise(strategy="parameter_server", workers=2, ps=2, steps=20,
-                                     failures=("worker:1@250us+200us", "ps:0@1900us+100us")))
+                                     failures=("worker:1@250us+200us", "ps:0@2100us+100us")))
     assert run.metadata["restores"] == 1
     assert [f for f, n in run.metadata["function_runs"].items() if n == 2] == ["step_fn#2"]
     names = {s.name for s in run.trace.spans if s.cat == "ps"}

@@ -30,8 +30,9 @@ def catalog():
 def test_link_transfer_10gbe_one_mib(catalog):
     link = catalog.link("10gbe")
     assert link.bandwidth == 1_250_000_000 and link.latency_ns == 10_000
-    # ceil(2**20 * 1e9 / 1.25e9) = ceil(838860.8)
-    assert link.serialization_ns(2**20) == 838_861
+    # ceil(2**20 * 1e9 / 1.25e9) = ceil(838860.8), and the port's 2 us per message
+    assert link.message_ns == 2_000 and link.flight_ns == 8_000
+    assert link.serialization_ns(2**20) == 2_000 + 838_861
     assert link.transfer_time_ns(2**20) == 10_000 + 838_861
     assert link.transfer_time_ns(0) == link.latency_ns
 
@@ -228,7 +229,7 @@ def test_load_json_overrides_and_adds(tmp_path, catalog):
     assert catalog.load_file(path) is catalog
     v100 = catalog.device("v100")
     assert v100.efficiency == 0.8 and v100.peak_flops == 15.7e12  # untouched fields kept
-    assert catalog.link("10gbe") == LinkProfile("10gbe", "network", 20000, 1_250_000_000)
+    assert catalog.link("10gbe") == LinkProfile("10gbe", "network", 20000, 1_250_000_000, 2000)
     mine = Hardware.from_catalog(catalog, "mine")
     assert mine.device == DeviceProfile("my-gpu", "GPU", 2e12, 10**11, 2**33, 3000)
     assert mine.device.efficiency == 0.5 and mine.system.description == ""

@@ -142,10 +142,8 @@ def test_ports_serialize_in_order_on_both_ends():
     link = HardwareCatalog.default().link("10gbe")
     ports = Ports()
     n = link.bandwidth // 1000  # 1 ms on the wire
-    ser = 1_000_000
-    assert ports.send("a", link, 0, n) == (0, ser, link.latency_ns)
-    assert ports.send("a", link, 10, n) == (ser, ser, ser + link.latency_ns)  # a's NIC busy
-    assert ports.receive("b", link.latency_ns, ser) == (link.latency_ns,
-                                                        link.latency_ns + ser)
-    assert ports.receive("b", link.latency_ns + 5, ser) == (link.latency_ns + ser,
-                                                            link.latency_ns + 2 * ser)
+    ser, head = 1_000_000 + link.message_ns, link.latency_ns - link.message_ns
+    assert ports.send("a", link, 0, n) == (0, ser, head)
+    assert ports.send("a", link, 10, n) == (ser, ser, ser + head)  # a's NIC busy
+    assert ports.receive("b", head, ser) == (head, link.latency_ns + 1_000_000)
+    assert ports.receive("b", head + 5, ser) == (head + ser, head + 2 * ser)

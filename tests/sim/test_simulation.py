@@ -28,7 +28,7 @@ def test_one_message_arrives_after_latency_plus_bytes_over_bandwidth():
 
     res = simulate({"worker": 2}, main, hardware=hw)
     link = hw.network
-    expected = 100 + link.latency_ns + link.serialization_ns(nbytes)
+    expected = 100 + link.transfer_time_ns(nbytes)
     assert res.returns["worker:1"] == (expected, expected, nbytes, 100)
 
 
@@ -64,8 +64,8 @@ def test_many_senders_to_one_receiver_queue_at_its_nic():
         return arrivals
 
     res = simulate({"worker": 3, "ps": 1}, main, hardware=hw)
-    ser = hw.network.serialization_ns(nbytes)
-    first = hw.network.latency_ns + ser
+    ser = hw.network.serialization_ns(nbytes)  # the bytes and the port's cost per message
+    first = hw.network.transfer_time_ns(nbytes)
     # same head arrival time: served in source task order, one after another (a FIFO)
     assert res.returns["ps:0"] == [("worker:0", first), ("worker:1", first + ser),
                                    ("worker:2", first + 2 * ser)]
@@ -84,9 +84,9 @@ def test_senders_on_one_machine_share_its_nic_egress():
 
     res = simulate({"worker": 4}, main, hardware=hw)
     ser = hw.network.serialization_ns(nbytes)
-    assert res.returns["worker:2"] == hw.network.latency_ns + ser
+    assert res.returns["worker:2"] == hw.network.transfer_time_ns(nbytes)
     # worker:1's message waited for worker:0's to leave the shared NIC
-    assert res.returns["worker:3"] == hw.network.latency_ns + 2 * ser
+    assert res.returns["worker:3"] == hw.network.transfer_time_ns(nbytes) + ser
 
 
 def test_delivery_order_is_arrival_then_source_then_sequence():

