@@ -64,10 +64,11 @@ def check_tokens(module):
 
 # -- exercise 2 ------------------------------------------------------------------------------
 
-#: six workers and 2.0 ms, where section 3 draws five workers (issue 28: a configuration
-#: the lesson has not drawn, predicted before it is run)
+#: six workers and 1.9 ms, where section 3 draws five workers (issue 28: a configuration
+#: the lesson has not drawn, predicted before it is run). R = 1..6 take 1.78, 1.85, 1.94,
+#: 2.24, 2.92 and 4.24 ms a step: R = 2 fits, R = 3 does not
 STRAGGLERS = {"workers": 6, "steps": 20, "stall_us": 6000, "stall_probability": 0.15}
-STEP_MS_AT_MOST = 2.0
+STEP_MS_AT_MOST = 1.9
 #: section 3's answer (five workers, 2.5 ms): one backup worker
 DRAWN = 4
 
@@ -351,8 +352,8 @@ def check_batches_why(module):
                         BATCH_OPTIONS, "b", BATCH_HINTS,
                         tr("staleness is about the number of workers in flight minus one: 2 "
                            "workers of 64 examples leave a gradient at most 1 update stale, 8 "
-                           "of 16 about 7", "陈旧度大约是飞行中的工作器数减一：2 个 64 样本的"
-                           "工作器让梯度至多陈旧 1 次更新，8 个 16 样本的大约 7 次"))
+                           "of 16 mostly 6 or 7", "陈旧度大约是飞行中的工作器数减一：2 个 64 样本"
+                           "的工作器让梯度至多陈旧 1 次更新，8 个 16 样本的大多 6 到 7 次"))
 
 
 CHECKS = [

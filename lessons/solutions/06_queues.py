@@ -5,7 +5,7 @@ def choose_pipeline():
     """(capacity, loader_threads) for checks.PIPELINE: a batch of 3 asks for 1.5 times the
     reads of section 4's batch of 2, which took 3 threads: 4.5, so 5. Four starve the trainer
     about 15% whatever the capacity (they do not keep up on average); with five, a queue of
-    4 still runs dry in a stall (5.5%), one of 8 carries the trainer through (3.8%)."""
+    4 still runs dry in a stall (5.4%), one of 8 carries the trainer through (4.0%)."""
     return 8, 5
 
 

@@ -8,9 +8,9 @@ def tokens_per_step(total_num_replicas, replicas_to_aggregate):
 
 
 def choose_replicas_to_aggregate():
-    """Six workers, 2.0 ms: with no backup every step waits for the slowest of six (4.2 ms
+    """Six workers, 1.9 ms: with no backup every step waits for the slowest of six (4.2 ms
     a step); each backup lets a step go on without one more straggler (5: 2.9 ms, 4: 2.2
-    ms, 3: 2.1 ms), and only R = 2 (1.85 ms) is within 2.0 ms: four backup workers. Section
+    ms, 3: 1.94 ms), and only R = 2 (1.85 ms) is within 1.9 ms: four backup workers. Section
     3's answer for five workers and 2.5 ms, 4, takes 2.2 ms here."""
     return 2
 

@@ -20,9 +20,9 @@ def choose_ps_shards():
 
 def backup_workers_for_throughput():
     """A step waits for the fastest 6 - b gradients: b = 0 waits for the 6 ms worker (6
-    gradients in a 5.6 ms step: 1,065/s), b = 1 for the 3 ms one (5 in 3.1 ms: 1,610/s),
-    b = 2 only for 1 ms workers (4 in 2.1 ms: 1,869/s, the most), b = 3 is no faster with
-    one gradient fewer (1,434/s)."""
+    gradients in a 5.6 ms step: 1,063/s), b = 1 for the 3 ms one (5 in 3.1 ms: 1,609/s),
+    b = 2 only for 1 ms workers (4 in 2.1 ms: 1,874/s, the most), b = 3 is no faster with
+    one gradient fewer (1,433/s)."""
     return 2
 
 
@@ -31,7 +31,7 @@ def choose_ps_for_float16():
     egress is the busier direction, 2 MB (1.6 ms on the wire) per update whatever the
     gradients. And a worker whose push is shorter comes back for the weights sooner: one
     alone makes an update every 3.75 ms. Four offer 4 x 1.6 / 3.75 = 1.71 NICs' worth of
-    egress: three ps tasks would be 57% busy (measured 50%), four 43% (measured 39%)."""
+    egress: three ps tasks would be 57% busy (measured 50%), four 43% (measured 41%)."""
     return 4
 
 

@@ -20,8 +20,8 @@ def predict_function_runs():
 def choose_steps_per_execution():
     """An epoch is 1,024 / 32 = 32 steps; the coordinator joins at its end, so it should
     hold at least one function per worker: 32 / 4 = 8 steps a function. Smaller k pays the
-    coordinator's 100 us more often (k = 4: 2.21 ms), larger k leaves workers idle in every
-    epoch (k = 16: 2.65 ms); k = 8 takes 1.96 ms."""
+    coordinator's 100 us more often (k = 4: 2.26 ms), larger k leaves workers idle in every
+    epoch (k = 16: 2.78 ms); k = 8 takes 2.02 ms."""
     return 8
 
 

@@ -85,7 +85,7 @@ def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
     mine.write_text(WRONG)
     r = {c.name: c for c in lessons.run_checks("06", file=mine)}
     assert r["pipeline"].message.startswith("with capacity 32 and 2 loader thread(s) the "
-                                            "trainer is starved 47.")
+                                            "trainer is starved 48.")
     assert r["pipeline"].hint.startswith("2 thread(s) do not keep up on average")
     assert r["padding"].message == (
         "a PaddingFIFOQueue with shapes=[(None, 3)] holding elements of shapes [(2, 3), (5, 3), "
@@ -103,7 +103,7 @@ def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
     mine.write_text(TOO_MANY)
     r = {c.name: c for c in lessons.run_checks("06", file=mine)}
     assert r["pipeline"].message.startswith("capacity 8 with 5 loader thread(s) starves the "
-                                            "trainer only 3.8%")
+                                            "trainer only 4.0%")
     assert "adds no throughput" in r["pipeline"].hint
 
 
@@ -111,9 +111,9 @@ def test_wrong_answers_get_what_is_wrong_and_a_hint(tmp_path):
     # issue 28, predict then run: section 4's answer for a batch of 2, copied
     ((8, 3), "with capacity 8 and 3 loader thread(s) the trainer is starved 18.5%",
      "that is section 4's answer for a batch of 2"),
-    ((4, 5), "with capacity 4 and 5 loader thread(s) the trainer is starved 5.5%",
+    ((4, 5), "with capacity 4 and 5 loader thread(s) the trainer is starved 5.4%",
      "the threads keep up on average, but the queue runs dry in a stall"),
-    ((8, 6), "5 loader thread(s) with capacity 32 starve the trainer only 3.9%",
+    ((8, 6), "5 loader thread(s) with capacity 32 starve the trainer only 4.1%",
      "threads first"),
     ((8, 5), None, None),
 ])
@@ -207,7 +207,7 @@ NOTEBOOK_TEXT = ["OutOfRangeError: FIFOQueue 'q' is closed and has insufficient 
                  "(requested 2, current size 1)",
                  "DeadlineExceededError: Timed out waiting for notification",
                  "by priority: [1, 2, 3] [10, 20, 30]",
-                 "3 loader threads: 20 steps in 3.3 ms, trainer starved 5% of the time",
+                 "3 loader threads: 20 steps in 3.3 ms, trainer starved 6% of the time",
                  "impatient: gave up at 2.0 ms",
                  # issue 28: the figures draw a training run, not the size() run or the
                  # end-of-sequence run

@@ -91,14 +91,14 @@ def test_the_lesson_explains_the_epoch_behind_the_turn_at_k_10():
 @pytest.mark.parametrize("answer, message, hint", [
     # issue 28, predict then run: 4 workers and batches of 32, not section 4's 2 workers and
     # batches of 64; section 4's k = 4, copied, is no longer the answer
-    (4, "steps_per_execution=4 trains the 64 steps in 2.21 ms: another k ends sooner",
+    (4, "steps_per_execution=4 trains the 64 steps in 2.26 ms: another k ends sooner",
      "k = 4 fits section 4's 2 workers and epochs of 16 steps"),
-    (2, "steps_per_execution=2 trains the 64 steps in 3.54 ms",
+    (2, "steps_per_execution=2 trains the 64 steps in 3.55 ms",
      "each function costs the coordinator 100 us of its own: k = 2 makes 32 functions"),
-    (16, "steps_per_execution=16 trains the 64 steps in 2.65 ms",
+    (16, "steps_per_execution=16 trains the 64 steps in 2.78 ms",
      "an epoch is 32 steps (1,024 examples in batches of 32): with k = 16 it holds 2 "
      "function(s) for 4 workers"),
-    (64, "steps_per_execution=64 trains the 64 steps in 4.52 ms", "an epoch is 32 steps"),
+    (64, "steps_per_execution=64 trains the 64 steps in 4.77 ms", "an epoch is 32 steps"),
     (3, "choose_steps_per_execution returned 3, expected one of", "return a divisor"),
 ])
 def test_wrong_steps_per_execution_get_what_is_wrong_and_a_hint(answer, message, hint):
@@ -107,7 +107,7 @@ def test_wrong_steps_per_execution_get_what_is_wrong_and_a_hint(answer, message,
     assert not r.passed and r.message.startswith(message), r.message
     assert r.hint.startswith(hint), r.hint
     if "returned" not in message:
-        assert r.detail.startswith("measured: 1: 6.60 ms, 2: 3.54 ms, 4: 2.21 ms, 8: 1.96 ms"), \
+        assert r.detail.startswith("measured: 1: 6.61 ms, 2: 3.55 ms, 4: 2.26 ms, 8: 2.02 ms"), \
             r.detail
 
 
@@ -260,11 +260,11 @@ def test_coordinator_mpi_reports_a_wrong_count_from_rank_0(tmp_path):
 
 
 NOTEBOOK_TEXT = ["no partitioner                           {'ps:0': 64000, 'ps:1': 640",
-                 "20 functions, 2.20 ms",
+                 "20 functions, 2.21 ms",
                  "bytes moved per step: {'ps:0': 163, 'ps:1': 54}",
                  "20 functions, 21 runs: {'step_fn#2': 2}",
                  "step_fn#2 back in the queue (worker:1 failed)",
-                 "steps_per_execution= 4: 10 functions, 2.29 ms",
+                 "steps_per_execution= 4: 10 functions, 2.37 ms",
                  "distributed   loss 0.01149  visits [2 1 1 1 1 1 1 0]",
                  # section 6: real TF (one worker, in process) gives simdist's losses and
                  # shard layout
