@@ -5,7 +5,7 @@ every size n in 8 B, 64 KiB, 4 MiB, one simulation with size-only ``Phantom`` va
 hardware system (default "cpu": 10 GbE between machines, shared memory inside one), in this
 process. "simulated" is the latest time at which a member's all-reduce returned; "formula" is
 the algorithm's alpha-beta closed form (``simdist.collectives.formulas``; a = the link's
-latency, B = its bandwidth). Each algorithm's record says which options and layout it is
+latency, B = its bandwidth, o = its cost per message on a port). Each algorithm's record says which options and layout it is
 checked with: every member has its own machine, except for "hierarchical", which puts 2 tasks
 on each machine (its formula has a local and a network part); "ps" runs with one parameter
 server, with a shard on half the members and with a shard on every member (num_ps = p).
@@ -171,9 +171,10 @@ def _run(args) -> int:
     hardware = Hardware.from_catalog(HardwareCatalog.default(), args.profile)
     net, intra = hardware.network, hardware.intra_link
     print(f"simdist bench allreduce-formulas: system '{args.profile}', network {net.name} "
-          f"(a = {format_ns(net.latency_ns)}, B = {net.bandwidth / 1e9:g} GB/s), "
-          f"in a machine {intra.name} (a = {format_ns(intra.latency_ns)}, "
-          f"B = {intra.bandwidth / 1e9:g} GB/s); Phantom values, fidelity {args.fidelity}\n")
+          f"(a = {format_ns(net.latency_ns)}, B = {net.bandwidth / 1e9:g} GB/s, "
+          f"o = {format_ns(net.message_ns)}), in a machine {intra.name} "
+          f"(a = {format_ns(intra.latency_ns)}, B = {intra.bandwidth / 1e9:g} GB/s, "
+          f"o = {format_ns(intra.message_ns)}); Phantom values, fidelity {args.fidelity}\n")
     notes: list[str] = []
     rows = compare(args.profile, tolerance_pct=args.tolerance, notes=notes,
                    fidelity=args.fidelity)
