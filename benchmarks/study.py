@@ -63,7 +63,8 @@ def describe_profile(system: str) -> str:
     return (f"`{system}` ({hw.device.name}: {hw.device.peak_flops / 1e12:.1f} TFLOP/s; "
             f"in a machine {hw.intra_link.name} {hw.intra_link.bandwidth / 1e9:.1f} GB/s, "
             f"between machines {hw.network.name} {hw.network.bandwidth / 1e9:.2f} GB/s, "
-            f"{hw.network.latency_ns / 1e3:g} us)")
+            f"{hw.network.latency_ns / 1e3:g} us, {hw.network.message_ns / 1e3:g} us a message "
+            "on a NIC)")
 
 
 def step_time(model: Model, workers: int, system: str, *, batch: int | None = None,
