@@ -58,6 +58,7 @@ class TaskContext:
         self._seq = 0
         self._inbox: deque[Message] = deque()
         self._waiting: list[Recv] = []
+        self._on_delivery = self._delivered  # a Delivery's callback (bound once)
         self._device_free: dict[str, int] = {}
         self._ports = Ports()  # device ports for transfers inside the task
         self._sent = env.succeeded(desc="send")  # yielding it resumes at once
@@ -187,7 +188,9 @@ class TaskContext:
         ``copy=False`` skips it when the caller never changes them afterwards (the
         collectives do that to move large buffers fast).
         """
-        dst_order = self._order_of(dst)
+        dst_order = self._orders.get(dst)
+        if dst_order is None:
+            dst_order = self._order_of(dst)
         if tag.__class__ is not str and tag.__class__ is not int:
             _check_tag(tag)
         if device is not None or dst_device is not None:  # (None, the host, is the usual)
@@ -280,7 +283,10 @@ class TaskContext:
         in that buffer, as MPI's receive buffers do: the payload is then ``into`` itself.
         It is a hint: a payload that does not cross ranks arrives as it was sent.
         """
-        src_name = None if src is None else self._names[self._order_of(src)]
+        src_name = None
+        if src is not None:
+            order = self._orders.get(src)
+            src_name = self._names[self._order_of(src) if order is None else order]
         event = Recv(self, src_name, tag, src_device, device)
         if into is not None and src_name is not None and tag is not None:
             event.into = into
@@ -316,16 +322,17 @@ class TaskContext:
         Deliveries are ordered by (arrival, DELIVERY priority, this task, source task,
         sequence): never by when a transport learned of them.
         """
-        src, seq = header.src, header.seq
-        msg = Message(self._names[src], self.name, header.tag, payload, header.nbytes,
-                      header.sent_at, arrival, seq, header.src_device, header.dst_device)
+        sent_at, src, seq, _, tag, nbytes, _, src_device, dst_device = header
+        msg = Message(self._names[src], self.name, tag, payload, nbytes, sent_at, arrival, seq,
+                      src_device, dst_device)
         self.env.schedule_at(Delivery(self, msg), arrival, src, seq)
 
     def _delivered(self, event: Event):
-        msg = event.value
-        for i, waiter in enumerate(self._waiting):
+        msg = event._value
+        waiting = self._waiting
+        for i, waiter in enumerate(waiting):
             if waiter.matches(msg):
-                del self._waiting[i]
+                del waiting[i]
                 waiter.fire(msg)  # it would run next anyway: no URGENT event is left now
                 return
         self._inbox.append(msg)
@@ -427,7 +434,7 @@ class Delivery(Event):
     def __init__(self, ctx: TaskContext, msg: Message):
         # NOTE: inlined from Event.__init__() for performance (one delivery per message)
         self.env = ctx.env
-        self.callbacks = [ctx._delivered]
+        self.callbacks = [ctx._on_delivery]
         self._value = msg
         self._ok = True
         self._defused = False

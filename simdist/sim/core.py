@@ -194,7 +194,7 @@ class Process(Event):
     waiting when a run ends: that is not a deadlock.
     """
 
-    __slots__ = ("_generator", "_target", "name", "daemon")
+    __slots__ = ("_generator", "_target", "name", "daemon", "_wake")
 
     def __init__(self, env: Environment, generator, name: str | None = None,
                  order: int | None = None, daemon: bool = False):
@@ -205,8 +205,9 @@ class Process(Event):
         self._generator = generator
         self.name = name or getattr(generator, "__name__", "process")
         self.daemon = daemon
+        self._wake = self._resume  # the callback a waited-on event runs (bound once)
         start = Event(env, "start", self._order)
-        start.callbacks.append(self._resume)
+        start.callbacks.append(self._wake)
         start.succeed()
         self._target: Event | None = start
         env._live[self] = None
@@ -239,7 +240,7 @@ class Process(Event):
             return
         target = self._target
         if target is not None and target.callbacks is not None:
-            target.callbacks.remove(self._resume)
+            target.callbacks.remove(self._wake)
         self._resume(irq)
 
     def _resume(self, event: Event):
@@ -276,7 +277,7 @@ class Process(Event):
                     "(env.timeout(ns), ctx.recv(...), env.all_of([...]), ...)")
                 continue
             if callbacks is not None:
-                callbacks.append(self._resume)
+                callbacks.append(self._wake)
                 self._target = nxt
                 break
             event = nxt

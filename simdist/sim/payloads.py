@@ -39,9 +39,17 @@ class Message:
 
     def __init__(self, src, dst, tag, payload, nbytes, sent_at, arrived_at=None, seq=0,
                  src_device=None, dst_device=None):
-        self.src, self.dst, self.tag, self.payload = src, dst, tag, payload
-        self.nbytes, self.sent_at, self.arrived_at, self.seq = nbytes, sent_at, arrived_at, seq
-        self.src_device, self.dst_device = src_device, dst_device
+        # one field a line: tuple assignments of 4 build a tuple each (one message per send)
+        self.src = src
+        self.dst = dst
+        self.tag = tag
+        self.payload = payload
+        self.nbytes = nbytes
+        self.sent_at = sent_at
+        self.arrived_at = arrived_at
+        self.seq = seq
+        self.src_device = src_device
+        self.dst_device = dst_device
 
     def __repr__(self):
         src = self.src if self.src_device is None else f"{self.src} device {self.src_device}"

@@ -213,7 +213,7 @@ class Simulation:
             headers = [mine if rank == transport.rank else list(map(new_header, r.headers))
                        for rank, r in enumerate(info)]
             _move_payloads(transport, remote, info, headers, self.rank_of, payloads, contexts)
-            network.egress([h for part in headers for h in part])
+            network.egress(mine if len(headers) == 1 else [h for part in headers for h in part])
             if any(report.joins for report in info):
                 network.flows.join([j for report in info for j in report.joins])
             start = min(min(report.next_time for report in info), network.next_time())
@@ -231,9 +231,9 @@ class Simulation:
                                         live)
             limit = bulletin.window_end = start + self.window
             for arrival, header in network.ingress(limit):
-                ctx = contexts.get(header.dst)
-                if ctx is not None:
-                    ctx.deliver_at(arrival, header, payloads.pop((header.src, header.seq)))
+                ctx = contexts.get(header[3])  # header.dst (a hot path: fields by index)
+                if ctx is not None:  # the payload by (header.src, header.seq)
+                    ctx.deliver_at(arrival, header, payloads.pop((header[1], header[2])))
             for done in network.flows.advance(limit):
                 ctx = contexts.get(done.order)
                 if ctx is not None:

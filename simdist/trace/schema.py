@@ -118,7 +118,10 @@ class Stream(list):
             self.cut = record[1]
 
     def span(self, pid, lane, name, cat, start, dur, args=None):
-        self._add(("X", start, pid, lane, name, cat, dur, args or {}))
+        if len(self) < self.cap:  # NOTE: inlined from _add for performance (the commonest)
+            self.append(("X", start, pid, lane, name, cat, dur, args or {}))
+        else:
+            self._add(("X", start, pid, lane, name, cat, dur, args or {}))
 
     def flow(self, fid, name, cat, src_pid, src_lane, t_send, dst_pid, dst_lane, t_recv,
              args=None):
