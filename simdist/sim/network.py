@@ -122,6 +122,30 @@ class Network:
                          ser, {"bytes": nbytes, "tag": str(header.tag)})
             heappush(heads, (head + link.message_ns, dst, src, header.seq, header, start, ser))
 
+    def egress_apart(self, headers, local) -> tuple[list, float]:
+        """``egress`` of one rank's new messages when every rank keeps its own machines'
+        ports (``Simulation.apart``): the same FIFOs (a machine's senders are all on its
+        rank), those to this rank's tasks (``local[dst]``) kept for ``ingress``, the others
+        returned as (header fields, egress start, serialization ns, due) for their
+        receiver's rank (``accept``), with the earliest due among them."""
+        ports, heads, out, first = self._ports, self._heads, [], INFINITY
+        for header in sorted(headers, key=_send_order):
+            src, dst = header.src, header.dst
+            link, _, endpoint, _ = self._route(src, dst)
+            start, ser, head = ports.send(endpoint, link, header.sent_at, header.nbytes)
+            due = head + link.message_ns
+            if local[dst]:
+                heappush(heads, (due, dst, src, header.seq, header, start, ser))
+            else:
+                out.append((tuple(header), start, ser, due))
+                first = min(first, due)
+        return out, first
+
+    def accept(self, header, start: int, ser: int, due: int) -> None:
+        """A message to one of this rank's tasks that its sender's rank serialized
+        (``egress_apart``), for ``ingress``."""
+        heappush(self._heads, (due, header.dst, header.src, header.seq, header, start, ser))
+
     def next_time(self):
         """When the next message is due at its receiver, or the next flow event happens, or
         INFINITY."""

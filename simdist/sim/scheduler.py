@@ -5,8 +5,9 @@ Each window starts at the earliest pending event over all ranks, T, and is as wi
 fastest link between two tasks, L: a message sent inside [T, T+L) cannot arrive before T+L, so
 every rank can run its tasks' events in that window without hearing from the others. Between
 windows the ranks swap the window's messages (one allgather of headers, payloads by buffer
-calls) and every rank advances the same network model on the same inputs. The in-process
-transport runs the very same loop with a single rank, which is why both give identical traces.
+calls) and every rank advances the same network model on the same inputs (or, untraced,
+only its own machines' ports: ``Simulation.apart``). The in-process transport runs the very
+same loop with a single rank, which is why both give identical traces.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class WindowReport(NamedTuple):
     #: are small enough to ride in the report (``INLINE_BYTES``); else None: they move apart
     payloads: dict | None
     notices: list  # what its tasks posted in the window (``bulletin.Bulletin``)
+    messages: int  # the messages its network has delivered so far (``Network.messages``)
 
 
 class RankResult(NamedTuple):
@@ -79,6 +81,8 @@ class RankResult(NamedTuple):
     events: int  # the events it scheduled
     end_time: int  # its simulated time at the end
     cuts: dict  # where its capped trace streams were cut (``Tracer.cuts``)
+    messages: int  # the messages its network delivered
+    bytes_sent: int  # and their bytes
 
 
 class TraceCapWarning(UserWarning):
@@ -186,6 +190,15 @@ class Simulation:
                                        "advance")
         self.payloads: dict = {}
         self.windows = 0
+        #: each rank prices only its own machines' ports: possible when every machine's tasks
+        #: are on one rank (its NIC's FIFOs then see that rank's messages only) and nobody
+        #: traces the network (rank 0 draws every message); else every rank runs the whole
+        #: network model on every window's headers
+        first = {}
+        self.apart = transport.size > 1 and not trace and all(
+            first.setdefault(hardware.layout.machine_of(o), rank) == rank
+            for o, rank in enumerate(rank_of))
+        self.local = [rank == me for rank in rank_of]
 
     def advance(self, until=None) -> None:
         """Run time windows until the event ``until`` has happened (in-process only), or,
@@ -204,16 +217,26 @@ class Simulation:
             joined, joins[:] = list(joins), []
             remote = _keep_local(transport.rank, sent, self.rank_of, payloads)
             mine = [m[0] for m in sent]
+            if self.apart:  # this rank's messages priced here, the others' by their ranks
+                outgoing, due = network.egress_apart(mine, self.local)
+                report_headers, next_time = outgoing, min(env.peek(), network.next_time(), due)
+            else:
+                report_headers = [tuple(h) for h in mine] if transport.size > 1 else mine
+                next_time = env.peek()
             info = transport.allgather(WindowReport(
-                [tuple(h) for h in mine] if transport.size > 1 else mine, env.peek(),
-                env.live_processes, env.now, env.events_scheduled,
+                report_headers, next_time, env.live_processes, env.now, env.events_scheduled,
                 out_of_time is not None and out_of_time(), joined, _inline(remote),
-                bulletin.take()))
+                bulletin.take(), network.messages))
             bulletin.deliver([key for report in info for key in report.notices])
-            headers = [mine if rank == transport.rank else list(map(new_header, r.headers))
-                       for rank, r in enumerate(info)]
+            if self.apart:
+                headers = _accept(network, info, transport.rank, self.local)
+            else:
+                headers = [mine if rank == transport.rank else list(map(new_header, r.headers))
+                           for rank, r in enumerate(info)]
             _move_payloads(transport, remote, info, headers, self.rank_of, payloads, contexts)
-            network.egress(mine if len(headers) == 1 else [h for part in headers for h in part])
+            if not self.apart:
+                network.egress(mine if len(headers) == 1 else
+                               [h for part in headers for h in part])
             if any(report.joins for report in info):
                 network.flows.join([j for report in info for j in report.joins])
             start = min(min(report.next_time for report in info), network.next_time())
@@ -227,8 +250,9 @@ class Simulation:
                 reached = limits.reached(events, start,
                                          any(report.out_of_time for report in info))
                 if reached:
-                    raise RunLimitError(reached, events, start, self.windows, network.messages,
-                                        live)
+                    messages = (sum(report.messages for report in info) if self.apart else
+                                network.messages)
+                    raise RunLimitError(reached, events, start, self.windows, messages, live)
             limit = bulletin.window_end = start + self.window
             for arrival, header in network.ingress(limit):
                 ctx = contexts.get(header[3])  # header.dst (a hot path: fields by index)
@@ -247,7 +271,8 @@ class Simulation:
         me = transport.rank
         returns = {names[o]: p.value for o, p in self.procs.items()}
         parts = transport.gather(RankResult(self.tracer.streams, returns, env.events_scheduled,
-                                            env.now, self.tracer.cuts()))
+                                            env.now, self.tracer.cuts(), network.messages,
+                                            network.bytes_sent))
         result = SimulationResult(
             trace=None, end_time=env.now, returns=returns, events=env.events_scheduled,
             windows=self.windows, messages=network.messages, bytes_sent=network.bytes_sent,
@@ -264,6 +289,9 @@ class Simulation:
         result.returns = {n: r for part in parts for n, r in part.returns.items()}
         result.returns = {n: result.returns[n] for n in names}
         result.events = sum(part.events for part in parts)
+        if self.apart:  # each rank delivered its own tasks' messages
+            result.messages = sum(part.messages for part in parts)
+            result.bytes_sent = sum(part.bytes_sent for part in parts)
         result.end_time = max(part.end_time for part in parts)
         if self.trace:
             result.trace = self.build_trace(streams, result.end_time, result.trace_cut_ns)
@@ -340,6 +368,23 @@ def _move_payloads(transport, remote, info, headers, rank_of, payloads, contexts
         received = transport.exchange_payloads(outgoing, incoming)
         for key, specs_desc in descs.items():
             payloads[key] = rebuild_payload(specs_desc, received[key])
+
+
+def _accept(network, info, me, local) -> list:
+    """The messages of other ranks' tasks to this rank's (``Simulation.apart``), into
+    ``network`` as their senders' ranks priced them; returns each rank's as MessageHeaders
+    (this rank's own: none), for ``_move_payloads``."""
+    headers = []
+    for rank, report in enumerate(info):
+        part = []
+        if rank != me:
+            for fields, start, ser, due in report.headers:
+                if local[fields[3]]:  # its dst (MessageHeader's fourth field)
+                    header = new_header(fields)
+                    network.accept(header, start, ser, due)
+                    part.append(header)
+        headers.append(part)
+    return headers
 
 
 def _raise_deadlock(transport, env, info, names):

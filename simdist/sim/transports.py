@@ -4,8 +4,8 @@ A transport only moves payloads; the cost model (``network.py``) decides when th
 ``InProcessTransport`` when every task lives in one Python process, ``MPITransport`` when tasks
 are spread over MPI ranks: payload arrays move with mpi4py's buffer calls. This is the only
 module that imports mpi4py; the benchmarks get what they need of MPI (barrier, reductions over
-ranks, ``MPI_Allreduce`` of a buffer) from ``MPITransport``. ``RankWatchdog`` ends a job whose
-ranks wait for one that stopped answering. ``RankStats`` (on when ``SIMDIST_RANK_STATS``
+ranks, ``MPI_Allreduce`` of a buffer) from ``MPITransport``. Its ``RankWatchdog``
+(``watchdog.py``) ends a job whose ranks wait for one that stopped answering. ``RankStats`` (on when ``SIMDIST_RANK_STATS``
 names a file prefix, as ``simdist bench mpi`` does) counts where each rank's time went; it
 reads a clock for that alone and never changes what is simulated. ``MPITransport`` checks at
 start-up that every rank runs the same versions (``rank_report.RankVersions``) and tallies
@@ -18,9 +18,6 @@ import atexit
 import json
 import os
 import pickle
-import sys
-import tempfile
-import threading
 import time
 
 import numpy as np
@@ -29,6 +26,7 @@ from simdist.base.errors import FailedPreconditionError
 from simdist.base.files import write_atomic
 from simdist.sim import rank_report
 from simdist.sim.payloads import BUFFERS
+from simdist.sim.watchdog import RankWatchdog
 
 
 #: the environment variable that turns ``RankStats`` on: a file prefix; each rank writes
@@ -125,6 +123,8 @@ class MPITransport:
         self.watchdog = RankWatchdog(self.comm, MPI, watchdog_s) \
             if watchdog_s is not None and self.size > 1 else None
         self._slots = ReportSlots()
+        #: how long a waiting rank polls before it sleeps (``_wait``)
+        self._spin_s = _spin_seconds(self.comm, MPI) if self.size > 1 else 0.0
         #: the windows this transport carried and each rank's events (the run report's)
         self.tally = rank_report.WindowTally()
         if STATS is not None:
@@ -203,11 +203,18 @@ class MPITransport:
     def _wait(self, request) -> None:
         """Wait for a nonblocking MPI call: polling at first, then sleeping between polls
         (50 us, doubling to 200 us), so that a rank waiting for a slower one leaves the CPU to
-        it when ranks outnumber free cores, instead of spinning inside MPI."""
+        it when ranks outnumber the cores, instead of spinning inside MPI (``_spin_seconds``:
+        when every rank of this host has a core, it polls for a while longer first)."""
         test = request.Test
         for _ in range(_SPIN_POLLS):
             if test():
                 return
+        if self._spin_s:
+            until = time.perf_counter() + self._spin_s
+            while time.perf_counter() < until:
+                for _ in range(_SPIN_POLLS):
+                    if test():
+                        return
         pause = 50e-6
         while not test():
             time.sleep(pause)
@@ -293,6 +300,26 @@ class MPITransport:
 
 #: polls of a nonblocking call before ``MPITransport._wait`` starts sleeping between them
 _SPIN_POLLS = 200
+#: seconds a waiting rank goes on polling when this host has a core for each of its ranks:
+#: a window's all-gather then ends microseconds after the slowest rank arrives, where a
+#: rank woken from a sleep is late by up to 200 us each window (docs/results/mpi.md); a
+#: window that waits longer than this sleeps as before
+_SPIN_S_OWN_CORE = 2e-3
+
+
+def _spin_seconds(comm, MPI) -> float:
+    """How long a waiting rank polls before sleeping: ``_SPIN_S_OWN_CORE`` when the ranks
+    on this host are no more than its cores (each can keep one), else 0 (oversubscribed: a
+    sleeping rank leaves its core to a rank it waits for). A collective call: every rank
+    makes it."""
+    on_host = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        ranks_here = on_host.Get_size()
+    finally:
+        on_host.Free()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    return _SPIN_S_OWN_CORE if ranks_here <= cores else 0.0
 
 
 class _AllRequests:
@@ -335,102 +362,6 @@ class ReportSlots:
             self.small_windows = 0
 
 
-class RankWatchdog:
-    """Ends the job (``MPI_Abort``) when this rank has waited ``timeout`` seconds for the
-    others in one exchange: a rank that stopped answering (stopped, spinning in a task's code,
-    crashed without ``python -m mpi4py``) would otherwise leave every other rank waiting at
-    full CPU forever. Ranks on one machine share a small table (a memory-mapped file, deleted
-    as soon as every rank has mapped it; plain stores: two writes per exchange) of each
-    rank's exchange count and whether it waits, so that the message names the ranks that are
-    not answering.
-    """
-
-    def __init__(self, comm, MPI, timeout: float):
-        self.comm, self.timeout, self.rank = comm, timeout, comm.Get_rank()
-        self.count, self.since, self.table = 0, None, None
-        if comm.Split_type(MPI.COMM_TYPE_SHARED).Get_size() == comm.Get_size():
-            self.table = _shared_table(comm, (comm.Get_size(), 2))
-            atexit.register(self.finish)
-        threading.Thread(target=self._watch, name="simdist-rank-watchdog", daemon=True).start()
-
-    def enter(self) -> None:
-        self.count += 1
-        self.since = time.monotonic()
-        if self.table is not None:
-            self.table[self.rank] = (self.count, WAITING)
-
-    def leave(self) -> None:
-        self.since = None
-        if self.table is not None:
-            self.table[self.rank, 1] = WORKING
-
-    def finish(self) -> None:
-        """This rank is done with its exchanges (at ``finalize`` and at exit): it is not
-        the one the others wait for."""
-        if self.table is not None:
-            self.table[self.rank, 1] = DONE
-
-    def _watch(self) -> None:
-        while True:
-            time.sleep(min(1.0, self.timeout / 4))
-            since = self.since
-            if since is None or time.monotonic() - since <= self.timeout:
-                continue
-            count, table = self.count, self.table
-            if table is None:
-                silent = "one or more ranks"
-            else:
-                rows = table.copy()
-                waiting = [r for r in range(len(rows)) if rows[r, 1] == WAITING]
-                if self.rank != min(waiting, default=self.rank) \
-                        and time.monotonic() - since <= self.timeout + 5:
-                    continue  # the lowest waiting rank speaks for all
-                silent = ", ".join(f"rank {r} (at exchange {rows[r, 0]})"
-                                   for r in silent_ranks(rows)) or "one or more ranks"
-            sys.stderr.write(
-                f"simdist: error: {silent} stopped answering: rank {self.rank} waited "
-                f"{self.timeout:g} s (--timeout) for it at exchange {count}. A rank that is "
-                "stopped, spins in a task's code or crashed looks like this; ending the job "
-                "(MPI_Abort)\n")
-            sys.stderr.flush()
-            self.comm.Abort(4)
-
-
-#: a rank's state in the watchdog's table: in its own work, waiting in an exchange, done
-WORKING, WAITING, DONE = 0, 1, 2
-
-
-def silent_ranks(rows) -> list[int]:
-    """The ranks the others wait for, from the watchdog's table (a row per rank: its
-    exchange count and state): those at work (neither waiting in an exchange nor done);
-    when every rank waits (one stopped inside MPI), those at the lowest exchange, if not
-    all are. A rank that went on ahead (a gather's sender, a rank in a barrier) waits too
-    and is never named."""
-    working = [r for r in range(len(rows)) if rows[r][1] == WORKING]
-    if working:
-        return working
-    waiting = [r for r in range(len(rows)) if rows[r][1] == WAITING]
-    lowest = min((rows[r][0] for r in waiting), default=0)
-    behind = [r for r in waiting if rows[r][0] == lowest]
-    return behind if len(behind) < len(waiting) else []
-
-
 def _bytes_view(arr: np.ndarray):
     """A byte view of an array, so that any dtype (bool, float16, ...) moves as raw bytes."""
     return arr.reshape(-1).view(np.uint8)
-
-
-def _shared_table(comm, shape) -> np.ndarray:
-    """An int64 array that every rank of ``comm`` (all on one machine) maps."""
-    folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    if comm.Get_rank() == 0:
-        with tempfile.NamedTemporaryFile(prefix="simdist-watchdog-", dir=folder,
-                                         delete=False) as f:
-            f.truncate(8 * int(np.prod(shape)))
-            name = f.name
-    name = comm.bcast(name if comm.Get_rank() == 0 else None, root=0)
-    table = np.memmap(name, dtype=np.int64, mode="r+", shape=shape)
-    comm.Barrier()
-    if comm.Get_rank() == 0:
-        os.unlink(name)  # the mappings stay; nothing is left behind, even if the job is killed
-    return table

@@ -5,7 +5,7 @@ its run) is waiting or done, not silent."""
 import pytest
 
 from simdist.sim.launcher import run_mpi
-from simdist.sim.transports import DONE, WAITING, WORKING, silent_ranks
+from simdist.sim.watchdog import DONE, WAITING, WORKING, silent_ranks
 
 # rank 2 stops between two exchanges; rank 1 sends its part of the gather at once and waits
 # in the barrier after it, while rank 0 waits in the gather for rank 2
