@@ -214,8 +214,9 @@ def slower_reason(run: Run, one_cpu: float | None, one_s: float) -> str:
     busiest = max(s["cpu_s"] for s in run.per_rank)
     if one_cpu and busiest > 0.8 * one_cpu:
         return (f"the work does not split: the busiest rank used {busiest / one_cpu:.0%} of "
-                "one process's processor time (every rank runs the whole network model, and "
-                "its share of what the program repeats on every rank)")
+                "one process's processor time (what every rank repeats: the window's "
+                "all-gather and its reports, the program's own shared work, and the whole "
+                "network model where a machine is split over ranks)")
     wait = max(s["wait_s"] for s in run.per_rank)
     windows = run.per_rank[0]["windows"]
     per_rank = sum(s.get("events", 0) for s in run.per_rank) / max(windows, 1) / run.ranks
