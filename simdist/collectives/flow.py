@@ -1,16 +1,16 @@
 """Flow-level all-reduce (``fidelity="flow"``): a collective as a few flows, not p^2 messages.
 
 In a run with ``simulate(..., fidelity="flow")`` (``simdist run ... --fidelity flow``),
-``all_reduce`` over size-only values (``Phantom``) does not send the algorithm's messages:
-each member joins the call once, and the network (``simdist.sim.flows``) runs each phase of the
+``all_reduce`` over size-only values (``Phantom``) does not send the algorithm's messages: each
+member joins the call once, and the network (``simdist.sim.flows``) runs each phase of the
 algorithm as one flow: its time alone from the algorithm's closed form (``formulas.py``), its
-bytes and messages through each member's NIC from the algorithm's traffic, and NIC contention from
-max-min fair sharing with the other flows running at the same time. Each member wakes once,
-when the call ends, and its trace shows one span per phase, and on its machine's NIC an
-egress and an ingress span per phase: its bytes at the speed the phase ran (the NIC busy
-time of ``simdist run``'s table, within 1% of message mode's alone). The time of a call alone on the
-network equals the closed form, which the message mode matches within 1% where the closed
-form holds (tests/collectives/test_flow_fidelity.py); what costs p^2 events per step in message mode
+bytes and messages through each member's NIC from the algorithm's traffic, and NIC contention
+from max-min fair sharing with the other flows running at the same time. Each member wakes
+once, when the call ends, and its trace shows one span per phase, and on its machine's NIC an
+egress and an ingress span per phase: its bytes at the speed the phase ran (the NIC busy time
+of ``simdist run``'s table, within 1% of message mode's alone). The time of a call alone on the
+network equals the closed form, which the message mode matches within 1% where the closed form
+holds (tests/collectives/test_flow_fidelity.py); what costs p^2 events per step in message mode
 costs about p here (1,024 workers: ~2 million messages a step against 1,024 joins).
 
 What flow mode does not model (the call falls back to messages where it would matter):

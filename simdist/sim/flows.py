@@ -176,9 +176,12 @@ class FlowModel:
                 if busy:
                     key = (port, direction, link)
                     loads[key] = loads.get(key, 0.0) + busy  # ns
-        loads = {key: busy - self._link[key[2]].message_ns  # the first message's cost is
-                 for key, busy in loads.items()  # inside the latency
-                 if busy > self._link[key[2]].message_ns}
+        for key, busy in list(loads.items()):  # the first message's cost is inside the latency
+            busy -= self._link[key[2]].message_ns
+            if busy > 0:
+                loads[key] = busy
+            else:
+                del loads[key]
         work = max(loads.values(), default=0.0)  # W: the busiest port's time
         rates = {port: busy / work for port, busy in loads.items()} if work else {}
         # rates: the share of each port's bandwidth the phase uses at full speed (<= 1)

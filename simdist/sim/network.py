@@ -109,9 +109,15 @@ class Network:
             return self.hardware.network, True, self._nic[src], self._nic[dst]
         return self.hardware.intra_link, False, src, dst
 
-    def egress(self, headers) -> None:
-        """Serialize newly sent messages on their senders' endpoints, in (time, source, seq)."""
+    def egress(self, headers, local=None) -> tuple[list, float]:
+        """Serialize newly sent messages on their senders' endpoints, in (time, source, seq),
+        and keep them for ``ingress``. With ``local`` (by task order: whether the task is on
+        this rank), a rank that keeps its own machines' ports (``Simulation.apart``: a
+        machine's senders are all on its rank) keeps only the messages to its tasks and
+        returns the others as (header fields, egress start, serialization ns, due) for
+        their receiver's rank (``accept``), with the earliest due among them."""
         ports, heads, out = self._ports, self._heads, self._out
+        outgoing, first = [], INFINITY
         for header in sorted(headers, key=_send_order):
             src, dst, nbytes = header.src, header.dst, header.nbytes
             link, crosses, endpoint, _ = self._route(src, dst)
@@ -120,30 +126,17 @@ class Network:
                 out.span(nic_name(endpoint[1]), "egress",
                          f"{self.task_names[src]} → {self.task_names[dst]}", "network", start,
                          ser, {"bytes": nbytes, "tag": str(header.tag)})
-            heappush(heads, (head + link.message_ns, dst, src, header.seq, header, start, ser))
-
-    def egress_apart(self, headers, local) -> tuple[list, float]:
-        """``egress`` of one rank's new messages when every rank keeps its own machines'
-        ports (``Simulation.apart``): the same FIFOs (a machine's senders are all on its
-        rank), those to this rank's tasks (``local[dst]``) kept for ``ingress``, the others
-        returned as (header fields, egress start, serialization ns, due) for their
-        receiver's rank (``accept``), with the earliest due among them."""
-        ports, heads, out, first = self._ports, self._heads, [], INFINITY
-        for header in sorted(headers, key=_send_order):
-            src, dst = header.src, header.dst
-            link, _, endpoint, _ = self._route(src, dst)
-            start, ser, head = ports.send(endpoint, link, header.sent_at, header.nbytes)
             due = head + link.message_ns
-            if local[dst]:
+            if local is None or local[dst]:
                 heappush(heads, (due, dst, src, header.seq, header, start, ser))
             else:
-                out.append((tuple(header), start, ser, due))
+                outgoing.append((tuple(header), start, ser, due))
                 first = min(first, due)
-        return out, first
+        return outgoing, first
 
     def accept(self, header, start: int, ser: int, due: int) -> None:
         """A message to one of this rank's tasks that its sender's rank serialized
-        (``egress_apart``), for ``ingress``."""
+        (``egress`` with ``local``), for ``ingress``."""
         heappush(self._heads, (due, header.dst, header.src, header.seq, header, start, ser))
 
     def next_time(self):

@@ -218,7 +218,7 @@ class Simulation:
             remote = _keep_local(transport.rank, sent, self.rank_of, payloads)
             mine = [m[0] for m in sent]
             if self.apart:  # this rank's messages priced here, the others' by their ranks
-                outgoing, due = network.egress_apart(mine, self.local)
+                outgoing, due = network.egress(mine, self.local)
                 report_headers, next_time = outgoing, min(env.peek(), network.next_time(), due)
             else:
                 report_headers = [tuple(h) for h in mine] if transport.size > 1 else mine

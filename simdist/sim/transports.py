@@ -5,11 +5,12 @@ A transport only moves payloads; the cost model (``network.py``) decides when th
 are spread over MPI ranks: payload arrays move with mpi4py's buffer calls. This is the only
 module that imports mpi4py; the benchmarks get what they need of MPI (barrier, reductions over
 ranks, ``MPI_Allreduce`` of a buffer) from ``MPITransport``. Its ``RankWatchdog``
-(``watchdog.py``) ends a job whose ranks wait for one that stopped answering. ``RankStats`` (on when ``SIMDIST_RANK_STATS``
-names a file prefix, as ``simdist bench mpi`` does) counts where each rank's time went; it
-reads a clock for that alone and never changes what is simulated. ``MPITransport`` checks at
-start-up that every rank runs the same versions (``rank_report.RankVersions``) and tallies
-the windows and each rank's events for the run report (``rank_report.WindowTally``).
+(``watchdog.py``) ends a job whose ranks wait for one that stopped answering. ``RankStats`` (on
+when ``SIMDIST_RANK_STATS`` names a file prefix, as ``simdist bench mpi`` does) counts where
+each rank's time went; it reads a clock for that alone and never changes what is simulated.
+``MPITransport`` checks at start-up that every rank runs the same versions
+(``rank_report.RankVersions``) and tallies the windows and each rank's events for the run
+report (``rank_report.WindowTally``).
 """
 
 from __future__ import annotations
@@ -119,12 +120,13 @@ class MPITransport:
         self.size = self.comm.Get_size()
         if self.size > 1:
             self._check_versions()
+        ranks_here = _ranks_on_host(self.comm, MPI) if self.size > 1 else 1
         #: with ``watchdog_s``, a rank that waits that long for the others ends the job
-        self.watchdog = RankWatchdog(self.comm, MPI, watchdog_s) \
+        self.watchdog = RankWatchdog(self.comm, watchdog_s, ranks_here == self.size) \
             if watchdog_s is not None and self.size > 1 else None
         self._slots = ReportSlots()
         #: how long a waiting rank polls before it sleeps (``_wait``)
-        self._spin_s = _spin_seconds(self.comm, MPI) if self.size > 1 else 0.0
+        self._spin_s = _spin_seconds(ranks_here) if self.size > 1 else 0.0
         #: the windows this transport carried and each rank's events (the run report's)
         self.tally = rank_report.WindowTally()
         if STATS is not None:
@@ -307,16 +309,20 @@ _SPIN_POLLS = 200
 _SPIN_S_OWN_CORE = 2e-3
 
 
-def _spin_seconds(comm, MPI) -> float:
-    """How long a waiting rank polls before sleeping: ``_SPIN_S_OWN_CORE`` when the ranks
-    on this host are no more than its cores (each can keep one), else 0 (oversubscribed: a
-    sleeping rank leaves its core to a rank it waits for). A collective call: every rank
+def _ranks_on_host(comm, MPI) -> int:
+    """How many ranks of ``comm`` run on this rank's host. A collective call: every rank
     makes it."""
     on_host = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
-        ranks_here = on_host.Get_size()
+        return on_host.Get_size()
     finally:
         on_host.Free()
+
+
+def _spin_seconds(ranks_here: int) -> float:
+    """How long a waiting rank polls before sleeping: ``_SPIN_S_OWN_CORE`` when the
+    ``ranks_here`` ranks on this host are no more than its cores (each can keep one), else 0
+    (oversubscribed: a sleeping rank leaves its core to a rank it waits for)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
         (os.cpu_count() or 1)
     return _SPIN_S_OWN_CORE if ranks_here <= cores else 0.0

@@ -24,10 +24,11 @@ class RankWatchdog:
     not answering.
     """
 
-    def __init__(self, comm, MPI, timeout: float):
+    def __init__(self, comm, timeout: float, one_host: bool):
+        """``one_host``: every rank of ``comm`` runs on this host (they can share a table)."""
         self.comm, self.timeout, self.rank = comm, timeout, comm.Get_rank()
         self.count, self.since, self.table = 0, None, None
-        if comm.Split_type(MPI.COMM_TYPE_SHARED).Get_size() == comm.Get_size():
+        if one_host:
             self.table = _shared_table(comm, (comm.Get_size(), 2))
             atexit.register(self.finish)
         threading.Thread(target=self._watch, name="simdist-rank-watchdog", daemon=True).start()

@@ -86,6 +86,7 @@ class _MPI:
 
 def test_a_waiting_rank_polls_longer_only_when_each_rank_has_a_core(monkeypatch):
     monkeypatch.setattr(transports.os, "sched_getaffinity", lambda pid: {0, 1})
-    assert transports._spin_seconds(_Comm(2), _MPI) == transports._SPIN_S_OWN_CORE > 0
-    assert transports._spin_seconds(_Comm(1), _MPI) == transports._SPIN_S_OWN_CORE
-    assert transports._spin_seconds(_Comm(4), _MPI) == 0.0  # oversubscribed: sleep soon
+    assert [transports._ranks_on_host(_Comm(n), _MPI) for n in (1, 2, 4)] == [1, 2, 4]
+    assert transports._spin_seconds(2) == transports._SPIN_S_OWN_CORE > 0
+    assert transports._spin_seconds(1) == transports._SPIN_S_OWN_CORE
+    assert transports._spin_seconds(4) == 0.0  # oversubscribed: sleep soon

@@ -5,10 +5,11 @@ every size n in 8 B, 64 KiB, 4 MiB, one simulation with size-only ``Phantom`` va
 hardware system (default "cpu": 10 GbE between machines, shared memory inside one), in this
 process. "simulated" is the latest time at which a member's all-reduce returned; "formula" is
 the algorithm's alpha-beta closed form (``simdist.collectives.formulas``; a = the link's
-latency, B = its bandwidth, o = its cost per message on a port). Each algorithm's record says which options and layout it is
-checked with: every member has its own machine, except for "hierarchical", which puts 2 tasks
-on each machine (its formula has a local and a network part); "ps" runs with one parameter
-server, with a shard on half the members and with a shard on every member (num_ps = p).
+latency, B = its bandwidth, o = its cost per message on a port). Each algorithm's record says
+which options and layout it is checked with: every member has its own machine, except for
+"hierarchical", which puts 2 tasks on each machine (its formula has a local and a network
+part); "ps" runs with one parameter server, with a shard on half the members and with a shard
+on every member (num_ps = p).
 
 A row is "ok" when |simulated - formula| <= 1% of the formula. Algorithms whose record says
 ``bound`` have a closed form that is exact only for p a power of two; for other p the row says
