@@ -9,6 +9,7 @@ task's generator; there are no module-level globals.
 from __future__ import annotations
 
 from collections import deque
+from types import MethodType
 
 import numpy as np
 
@@ -36,6 +37,7 @@ class TaskContext:
                  tracer: Tracer, seed: int, outbox: list, fidelity: str = "message",
                  joins: list | None = None, bulletin: Bulletin | None = None):
         self.env = env
+        self.timeout = MethodType(Timeout, env)  # ``timeout`` below, with no frame between
         self.cluster = cluster
         self.task = task
         self.name = task.name

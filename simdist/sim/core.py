@@ -13,6 +13,7 @@ later time), ``fail`` or ``fire``, and schedules an event created already trigge
 from __future__ import annotations
 
 from heapq import heappop, heappush
+from types import MethodType
 
 URGENT = 0  #: process starts, resumptions and triggered events
 DELIVERY = 1  #: message deliveries (ordered by source task and message sequence)
@@ -87,17 +88,9 @@ class Event:
     def __repr__(self):
         return self.desc or f"{type(self).__name__}()"
 
-    @property
-    def triggered(self) -> bool:
-        return self._value is not PENDING
-
-    @property
-    def processed(self) -> bool:
-        return self.callbacks is None
-
-    @property
-    def ok(self) -> bool:
-        return self._ok
+    triggered = property(lambda self: self._value is not PENDING, doc="It has a value.")
+    processed = property(lambda self: self.callbacks is None, doc="Its callbacks have run.")
+    ok = property(lambda self: self._ok, doc="It succeeded (False: it failed).")
 
     @property
     def value(self):
@@ -344,6 +337,8 @@ class Environment:
         self._active_order = 0
         self._live: dict[Process, None] = {}
         self.active_process: Process | None = None
+        # bound as SimPy binds them: env.timeout(d) is Timeout(env, d), no Python frame between
+        self.timeout, self.event = MethodType(Timeout, self), MethodType(Event, self)
 
     # -- creating events --------------------------------------------------------------------
 
@@ -412,8 +407,12 @@ class Environment:
     def run_until(self, limit) -> None:
         """Process every event whose time is strictly before ``limit`` (a window's end)."""
         queue = self._queue
-        while queue and queue[0][0] < limit:
-            now, key, _, event = heappop(queue)
+        while queue:
+            entry = heappop(queue)  # (one past the limit goes back: a look first costs more)
+            now, key, _, event = entry
+            if now >= limit:
+                heappush(queue, entry)
+                return
             callbacks = event.callbacks
             if callbacks is None:  # a cancelled timeout: time does not move to it
                 continue

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from functools import partial
 from heapq import heappop, heappush
-from operator import attrgetter
 from typing import Any, NamedTuple
 
 from simdist.sim.core import INFINITY
@@ -52,8 +51,14 @@ class MessageHeader(NamedTuple):
 new_header = partial(tuple.__new__, MessageHeader)
 
 
-#: the order in which a window's messages take their senders' endpoints
-_send_order = attrgetter("sent_at", "src", "seq")
+
+class _Apart:
+    def __repr__(self):
+        return "APART"
+
+
+#: a message's payload that travels by itself (from another rank: ``_move_payloads``)
+APART = _Apart()
 
 
 #: the id space of the TF1 executor's Send/Recv pairs between the devices of a task
@@ -78,7 +83,7 @@ class Network:
         self.tracer = tracer
         self._ports = Ports()
         # a heap of (when it is due: its first bit's arrival + the link's cost per message,
-        # dst order, src order, seq, message header, egress start, serialization ns)
+        # dst order, src order, seq, message header, egress start, serialization ns, payload)
         self._heads: list = []
         self._flow_ids = 0
         # as many records as all the tasks together (it records all their messages)
@@ -102,42 +107,46 @@ class Network:
         known by then, whatever the links' costs per message."""
         return self.hardware.min_latency_ns(len(self.task_names))
 
-    def _route(self, src: int, dst: int):
-        """(link, crosses the network?, sender endpoint, receiver endpoint) of a message."""
-        machine = self._machine
-        if machine[src] != machine[dst]:
-            return self.hardware.network, True, self._nic[src], self._nic[dst]
-        return self.hardware.intra_link, False, src, dst
-
-    def egress(self, headers, local=None) -> tuple[list, float]:
+    def egress(self, sent, local=None) -> tuple[list, float]:
         """Serialize newly sent messages on their senders' endpoints, in (time, source, seq),
-        and keep them for ``ingress``. With ``local`` (by task order: whether the task is on
+        and keep them for ``ingress``. ``sent`` holds (header, arrays, payload) as
+        ``TaskContext.send`` queues them (the payload ``APART`` for another rank's message:
+        its payload comes by itself). With ``local`` (by task order: whether the task is on
         this rank), a rank that keeps its own machines' ports (``Simulation.apart``: a
         machine's senders are all on its rank) keeps only the messages to its tasks and
         returns the others as (header fields, egress start, serialization ns, due) for
         their receiver's rank (``accept``), with the earliest due among them."""
         ports, heads, out = self._ports, self._heads, self._out
+        machine, nic = self._machine, self._nic
+        network, intra = self.hardware.network, self.hardware.intra_link
         outgoing, first = [], INFINITY
-        for header in sorted(headers, key=_send_order):
-            src, dst, nbytes = header.src, header.dst, header.nbytes
-            link, crosses, endpoint, _ = self._route(src, dst)
-            start, ser, head = ports.send(endpoint, link, header.sent_at, nbytes)
-            if crosses and ser and out is not None:
-                out.span(nic_name(endpoint[1]), "egress",
-                         f"{self.task_names[src]} → {self.task_names[dst]}", "network", start,
-                         ser, {"bytes": nbytes, "tag": str(header.tag)})
+        sent.sort()  # by header: (sent_at, src, seq), unique, so no later field is compared
+        for header, _, payload in sent:
+            sent_at, src, seq, dst, _, nbytes = header[:6]  # (a hot path: fields by index)
+            if machine[src] != machine[dst]:
+                link, endpoint = network, nic[src]
+                start, ser, head = ports.send(endpoint, link, sent_at, nbytes)
+                if ser and out is not None:
+                    out.span(nic_name(endpoint[1]), "egress",
+                             f"{self.task_names[src]} → {self.task_names[dst]}", "network",
+                             start, ser, {"bytes": nbytes, "tag": str(header.tag)})
+            else:
+                link = intra
+                start, ser, head = ports.send(src, link, sent_at, nbytes)
             due = head + link.message_ns
             if local is None or local[dst]:
-                heappush(heads, (due, dst, src, header.seq, header, start, ser))
+                heappush(heads, (due, dst, src, seq, header, start, ser, payload))
             else:
                 outgoing.append((tuple(header), start, ser, due))
-                first = min(first, due)
+                if due < first:
+                    first = due
         return outgoing, first
 
     def accept(self, header, start: int, ser: int, due: int) -> None:
         """A message to one of this rank's tasks that its sender's rank serialized
-        (``egress`` with ``local``), for ``ingress``."""
-        heappush(self._heads, (due, header.dst, header.src, header.seq, header, start, ser))
+        (``egress`` with ``local``), for ``ingress``; its payload comes apart."""
+        heappush(self._heads,
+                 (due, header.dst, header.src, header.seq, header, start, ser, APART))
 
     def next_time(self):
         """When the next message is due at its receiver, or the next flow event happens, or
@@ -148,21 +157,27 @@ class Network:
     def ingress(self, limit: int):
         """Deliver every message due before ``limit``.
 
-        Returns (arrival time, header) pairs in a fixed order; the receiver's endpoint
-        serializes messages in the order their first bit arrived.
+        Returns (arrival time, header, payload) in a fixed order (the payload ``APART``
+        when it travelled by itself); the receiver's endpoint serializes messages in the
+        order their first bit arrived.
         """
-        ports, heads = self._ports, self._heads
-        out = []
+        ports, heads, machine, nic = self._ports, self._heads, self._machine, self._nic
+        network, intra = self.hardware.network, self.hardware.intra_link
+        out, nbytes = [], 0
         while heads and heads[0][0] < limit:
-            due, dst, src, seq, header, tx_start, ser = heappop(heads)
-            link, crosses, _, endpoint = self._route(src, dst)
+            due, dst, src, seq, header, tx_start, ser, payload = heappop(heads)
+            if machine[src] != machine[dst]:
+                link, crosses, endpoint = network, True, nic[dst]
+            else:
+                link, crosses, endpoint = intra, False, dst
             head = due - link.message_ns
             start, arrival = ports.receive(endpoint, head, ser)
             if self._out is not None:
                 self._record(header, link, crosses, endpoint, tx_start, start, head, arrival)
-            self.bytes_sent += header.nbytes
-            out.append((arrival, header))
+            nbytes += header[5]  # its nbytes
+            out.append((arrival, header, payload))
         self.messages += len(out)
+        self.bytes_sent += nbytes
         return out
 
     def _record(self, header, link, crosses, endpoint, tx_start, rx_start, head, arrival):

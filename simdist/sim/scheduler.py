@@ -27,7 +27,7 @@ from simdist.base.errors import InvalidArgumentError
 from simdist.sim.flows import FIDELITIES
 from simdist.base.checks import check_seed
 from simdist.sim.limits import DEFAULT_LIMITS, RunLimitError, RunLimits, check_limits
-from simdist.sim.network import NETWORK_STREAM, Network, new_header, nic_name
+from simdist.sim.network import APART, NETWORK_STREAM, Network, new_header, nic_name
 from simdist.sim.payloads import rebuild_payload
 from simdist.trace.schema import TRACE_MAX_MB, Trace, Tracer, build_trace, max_records_per_stream
 from simdist.sim.transports import InProcessTransport
@@ -215,13 +215,12 @@ class Simulation:
         while until is None or not until.processed:
             sent, outbox[:] = list(outbox), []
             joined, joins[:] = list(joins), []
-            remote = _keep_local(transport.rank, sent, self.rank_of, payloads)
-            mine = [m[0] for m in sent]
+            remote = _remote(transport.rank, sent, self.rank_of) if transport.size > 1 else []
             if self.apart:  # this rank's messages priced here, the others' by their ranks
-                outgoing, due = network.egress(mine, self.local)
+                outgoing, due = network.egress(sent, self.local)
                 report_headers, next_time = outgoing, min(env.peek(), network.next_time(), due)
             else:
-                report_headers = [tuple(h) for h in mine] if transport.size > 1 else mine
+                report_headers = [tuple(m[0]) for m in sent] if transport.size > 1 else None
                 next_time = env.peek()
             info = transport.allgather(WindowReport(
                 report_headers, next_time, env.live_processes, env.now, env.events_scheduled,
@@ -230,13 +229,15 @@ class Simulation:
             bulletin.deliver([key for report in info for key in report.notices])
             if self.apart:
                 headers = _accept(network, info, transport.rank, self.local)
-            else:
-                headers = [mine if rank == transport.rank else list(map(new_header, r.headers))
+            elif transport.size > 1:
+                headers = [[] if rank == transport.rank else list(map(new_header, r.headers))
                            for rank, r in enumerate(info)]
-            _move_payloads(transport, remote, info, headers, self.rank_of, payloads, contexts)
+            if transport.size > 1:
+                _move_payloads(transport, remote, info, headers, self.rank_of, payloads,
+                               contexts)
             if not self.apart:
-                network.egress(mine if len(headers) == 1 else
-                               [h for part in headers for h in part])
+                network.egress(sent if transport.size == 1 else
+                               sent + [(h, None, APART) for part in headers for h in part])
             if any(report.joins for report in info):
                 network.flows.join([j for report in info for j in report.joins])
             start = min(min(report.next_time for report in info), network.next_time())
@@ -254,10 +255,12 @@ class Simulation:
                                 network.messages)
                     raise RunLimitError(reached, events, start, self.windows, messages, live)
             limit = bulletin.window_end = start + self.window
-            for arrival, header in network.ingress(limit):
+            for arrival, header, payload in network.ingress(limit):
                 ctx = contexts.get(header[3])  # header.dst (a hot path: fields by index)
-                if ctx is not None:  # the payload by (header.src, header.seq)
-                    ctx.deliver_at(arrival, header, payloads.pop((header[1], header[2])))
+                if ctx is not None:
+                    if payload is APART:  # it came from another rank: by (src, seq)
+                        payload = payloads.pop((header[1], header[2]))
+                    ctx.deliver_at(arrival, header, payload)
             for done in network.flows.advance(limit):
                 ctx = contexts.get(done.order)
                 if ctx is not None:
@@ -319,15 +322,12 @@ class Simulation:
 INLINE_BYTES = 1 << 18
 
 
-def _keep_local(me, sent, rank_of, payloads) -> list:
-    """Keep the payloads of this window's messages to this rank's tasks; return the others,
-    as (dst rank, (src, seq), arrays)."""
+def _remote(me, sent, rank_of) -> list:
+    """This window's messages to other ranks' tasks, as (dst rank, (src, seq), arrays)."""
     remote = []
-    for header, arrays, payload in sent:
+    for header, arrays, _ in sent:
         dst_rank = rank_of[header.dst]
-        if dst_rank == me:
-            payloads[(header.src, header.seq)] = payload
-        else:
+        if dst_rank != me:
             remote.append((dst_rank, (header.src, header.seq), arrays))
     return remote
 

@@ -1,5 +1,6 @@
 """``simdist bench engine``: the lean SimPy ring does the same rounds as simdist's with 2 to 3
-kernel events per round (simdist: 2), the Store-based one 4."""
+kernel events per round (simdist: 2), the Store-based one 4; the lean program runs unchanged
+on simdist's kernel with the very same events."""
 
 from simdist.commands.bench import engine
 
@@ -13,6 +14,12 @@ def test_the_three_rings_do_the_same_work_with_the_events_they_claim():
     assert round(store / (tasks * rounds)) == 4 and round(ours / (tasks * rounds)) == 2
 
 
+def test_the_lean_program_schedules_the_same_events_on_either_kernel():
+    simpy_events, _ = engine.simpy_lean_ring(16, 50)
+    kernel_events, _ = engine.kernel_lean_ring(16, 50)
+    assert kernel_events == simpy_events and kernel_events > 2 * 16 * 50
+
+
 def test_quick_run_prints_both_ratios(capsys, monkeypatch):
     class Done:
         returncode, stdout, stderr = 0, '{"seconds": 1.0}\n', ""
@@ -21,4 +28,5 @@ def test_quick_run_prints_both_ratios(capsys, monkeypatch):
     assert engine.main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "vs Store" in out and "vs lean" in out and "SimPy 4, lean (reference)" in out
+    assert "simdist kernel, lean program" in out
     assert out.count(">=1.0x") == 1 and "speed-up 2 ranks vs 1: 1.00x" in out
