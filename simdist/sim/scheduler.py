@@ -122,7 +122,10 @@ def simulate(cluster, main, *, hardware: Hardware | None = None, seed: int = 0,
                                 transport=transport, metadata=metadata, limits=limits,
                                 fidelity=fidelity, trace_max_mb=trace_max_mb)
         simulation.advance()
-        return simulation.result()
+        result = simulation.result()
+        for stream in simulation.tracer.streams.values():  # in the trace now: freed before
+            stream.clear()  # the collector resumes, which would walk each of them once more
+    return result
 
 
 @contextlib.contextmanager
