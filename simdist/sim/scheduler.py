@@ -138,6 +138,13 @@ def _collector_paused():
         yield
     finally:
         if collecting:
+            if gc.get_freeze_count() == 0:  # (unless the program froze objects of its own)
+                # what the run allocated goes to the oldest generation, as its survivors
+                # (the trace) would after two collections, without the young collection
+                # walking each (0.23 s for a trace of 500,000 records): freeze moves every
+                # tracked object aside, unfreeze into the oldest generation, both in O(1)
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
