@@ -2,7 +2,7 @@
 kernel events per round (simdist: 2), the Store-based one 4; the lean program runs unchanged
 on simdist's kernel with the very same events."""
 
-from simdist.commands.bench import engine
+from simdist.commands.bench import engine, floor
 
 
 def test_the_three_rings_do_the_same_work_with_the_events_they_claim():
@@ -20,6 +20,18 @@ def test_the_lean_program_schedules_the_same_events_on_either_kernel():
     assert kernel_events == simpy_events and kernel_events > 2 * 16 * 50
 
 
+def test_the_inlined_message_path_models_the_same_run():
+    from simdist.sim.payloads import Phantom
+    from simdist.sim.scheduler import simulate
+
+    tasks, rounds = 12, 30
+    events, _, end = floor.floor_ring(tasks, rounds, engine.delay)
+    result = simulate({"worker": tasks},
+                      lambda ctx: engine.simdist_ring(ctx, rounds, Phantom(floor.NBYTES)),
+                      trace=False)
+    assert (events, end) == (result.events, result.end_time) and end > rounds * 10_000
+
+
 def test_quick_run_prints_both_ratios(capsys, monkeypatch):
     class Done:
         returncode, stdout, stderr = 0, '{"seconds": 1.0}\n', ""
@@ -28,5 +40,5 @@ def test_quick_run_prints_both_ratios(capsys, monkeypatch):
     assert engine.main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "vs Store" in out and "vs lean" in out and "SimPy 4, lean (reference)" in out
-    assert "simdist kernel, lean program" in out
+    assert "lean, on simdist's kernel" in out and "its message path inlined" in out
     assert out.count(">=1.0x") == 1 and "speed-up 2 ranks vs 1: 1.00x" in out

@@ -11,7 +11,9 @@ The lean program runs a second time, unchanged, on simdist's own kernel
 the same events. Then the ring through simdist's tasks (``ctx.send``, ``ctx.recv``), tracing
 off and on: each message there also takes its sender's and receiver's NIC queues, a time
 window (what lets a run spread over MPI ranks), a Message record and a receive matched by
-source and tag, which the SimPy programs leave out. The engines run interleaved (one run
+source and tag, which the SimPy programs leave out; and once more with that message path
+written out inline (``floor.py``: the same model and end time, every call and check it can
+spare gone), the most the ring could gain in Python. The engines run interleaved (one run
 of each in turn, --repeat times). Reported: kernel events per round and per second of each,
 and each one's speed against each SimPy program on the same workload (SimPy's best wall time
 / its own). Then the same ring with 256 tasks and real numpy payloads under ``mpiexec -n 1``
@@ -30,6 +32,7 @@ from collections import deque
 
 import numpy as np
 
+from simdist.commands.bench.floor import floor_ring
 from simdist.sim.core import Environment
 from simdist.sim.payloads import Phantom
 from simdist.sim.scheduler import simulate
@@ -129,9 +132,10 @@ def simdist_run(tasks: int, rounds: int, trace: bool, transport=None, payload=No
     return result.events, seconds
 
 
-def best_of(repeats, fn, *args):
-    runs = [fn(*args) for _ in range(repeats)]
-    return min(runs, key=lambda r: r[1])
+def floor_run(tasks: int, rounds: int):
+    """The ring with simdist's message path inlined (``floor.py``): (events, seconds)."""
+    events, seconds, _ = floor_ring(tasks, rounds, delay)
+    return events, seconds
 
 
 def mpi_worker(tasks: int, rounds: int):
@@ -165,8 +169,9 @@ def main(argv=None) -> int:
           f"({repeats} run(s) of each engine, interleaved; best and median)\n")
     engines = [("SimPy 4, Store (reference)", simpy_ring, (tasks, rounds)),
                ("SimPy 4, lean (reference)", simpy_lean_ring, (tasks, rounds)),
-               ("simdist kernel, lean program", kernel_lean_ring, (tasks, rounds)),
+               ("lean, on simdist's kernel", kernel_lean_ring, (tasks, rounds)),
                ("simdist, tracing off", simdist_run, (tasks, rounds, False)),
+               ("its message path inlined", floor_run, (tasks, rounds)),
                ("simdist, tracing on", simdist_run, (tasks, rounds, True))]
     runs = {label: [] for label, _, _ in engines}
     for _ in range(repeats):
@@ -189,13 +194,15 @@ def main(argv=None) -> int:
               f"{store / best[label]:>9.2f}x{ratio_lean:>8.2f}x{mark:>18}")
     print("\n'vs Store', 'vs lean' = that SimPy program's best wall time / this engine's, on "
           "the same workload (kernel events per round and task in the first column).\n"
-          "'simdist kernel, lean program': the lean SimPy program, unchanged, on simdist's "
+          "'lean, on simdist's kernel': the lean SimPy program, unchanged, on simdist's "
           "kernel (simdist.sim.core.Environment): the kernels alone.\n'simdist, tracing "
           "off/on': the ring through ctx.send and ctx.recv; each message also takes both "
           "ends' NIC queues (10 GbE),\na time window of the conservative scheme that lets a "
           "run spread over MPI ranks, a Message record and a receive matched by source and "
           "tag,\nnone of which the SimPy programs model; tracing on also records 4 spans and "
-          "a flow arrow per message.")
+          "a flow arrow per message.\n'its message path inlined': simdist's ring with its "
+          "message path written out in one function (floor.py: the same model and end time),"
+          "\nthe most that trimming the message path could gain.")
 
     mpi_tasks, mpi_rounds = 256, (50 if quick else 200)
     print(f"\nMPI: {mpi_tasks} tasks x {mpi_rounds} rounds, 1 KiB numpy payloads "
