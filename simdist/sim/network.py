@@ -51,7 +51,6 @@ class MessageHeader(NamedTuple):
 new_header = partial(tuple.__new__, MessageHeader)
 
 
-
 class _Apart:
     def __repr__(self):
         return "APART"

@@ -58,8 +58,9 @@ class WindowReport(NamedTuple):
     """What one rank tells every other at the end of a window (the window's allgather)."""
 
     #: each message its tasks sent in the window: its MessageHeader's fields as a plain
-    #: tuple (pickled 3 to 4 times faster than the NamedTuple; ``new_header`` rebuilds it)
-    headers: list
+    #: tuple (pickled 3 to 4 times faster than the NamedTuple; ``new_header`` rebuilds it);
+    #: in one process None (no other rank reads them)
+    headers: list | None
     next_time: int | float  # when its next event happens (INFINITY: none is scheduled)
     live: int  # its processes started and not ended (daemons included)
     now: int  # its simulated time
