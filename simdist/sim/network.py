@@ -90,6 +90,7 @@ class Network:
         self._lanes = {kind: (f"{kind} tx", f"{kind} rx") for kind in LINK_KINDS}
         self._machine = [hardware.layout.machine_of(i) for i in range(len(task_names))]
         self._nic = [("nic", m) for m in self._machine]  # a task's own port is its order
+        self._nic_names = [nic_name(m) for m in self._machine]  # its NIC's trace process
         self.bytes_sent = 0
         self.messages = 0
         #: the flow-level collectives (``fidelity="flow"``), beside the messages
@@ -126,7 +127,7 @@ class Network:
                 link, endpoint = network, nic[src]
                 start, ser, head = ports.send(endpoint, link, sent_at, nbytes)
                 if ser and out is not None:
-                    out.span(nic_name(endpoint[1]), "egress",
+                    out.span(self._nic_names[src], "egress",
                              f"{self.task_names[src]} → {self.task_names[dst]}", "network",
                              start, ser, {"bytes": nbytes, "tag": str(header.tag)})
             else:
@@ -172,14 +173,14 @@ class Network:
             head = due - link.message_ns
             start, arrival = ports.receive(endpoint, head, ser)
             if self._out is not None:
-                self._record(header, link, crosses, endpoint, tx_start, start, head, arrival)
+                self._record(header, link, crosses, tx_start, start, head, arrival)
             nbytes += header[5]  # its nbytes
             out.append((arrival, header, payload))
         self.messages += len(out)
         self.bytes_sent += nbytes
         return out
 
-    def _record(self, header, link, crosses, endpoint, tx_start, rx_start, head, arrival):
+    def _record(self, header, link, crosses, tx_start, rx_start, head, arrival):
         """Trace one message: NIC spans, the sender's and receiver's transfer spans, a flow."""
         out = self._out
         sent_at, nbytes = header.sent_at, header.nbytes
@@ -187,8 +188,9 @@ class Network:
         ser = arrival - rx_start
         tag = str(header.tag)
         if crosses and ser:
-            out.span(nic_name(endpoint[1]), "ingress", f"{src_name} → {dst_name}", "network",
-                     rx_start, ser, {"bytes": nbytes, "tag": tag, "queued_ns": rx_start - head})
+            out.span(self._nic_names[header.dst], "ingress", f"{src_name} → {dst_name}",
+                     "network", rx_start, ser,
+                     {"bytes": nbytes, "tag": tag, "queued_ns": rx_start - head})
         args = {"bytes": nbytes, "tag": tag, "link": link.name,
                 "queued_ns": rx_start - head + tx_start - sent_at}
         tx_lane, rx_lane = self._lanes[link.kind]
