@@ -67,3 +67,24 @@ def test_report_slots_grow_to_fit_and_shrink_after_small_windows():
     for _ in range(ReportSlots.SHRINK_AFTER):
         slots.resize(100)
     assert slots.slot == ReportSlots.LARGEST // 4
+
+
+def _stats(events, cpu_s=1.0, wait_s=0.1, windows=100):
+    return {"events": events, "cpu_s": cpu_s, "wait_s": wait_s, "windows": windows}
+
+
+def test_a_slower_row_names_uneven_work_before_repeated_work():
+    # rank 1 ran two thirds of the events: a parameter server at the end of the task order
+    uneven = mpi.Run(2, 3.0, 2.0, [_stats(10_000), _stats(20_000)], None)
+    reason = mpi.slower_reason(uneven, one_cpu=1.0, one_s=1.5)
+    assert reason.startswith("uneven work: rank 1 ran 67% of the events where an even share "
+                             "is 50%")
+    # even events, each rank as busy as one process: repeated work
+    repeated = mpi.Run(2, 3.0, 2.0, [_stats(15_000), _stats(15_000)], None)
+    assert mpi.slower_reason(repeated, one_cpu=1.0, one_s=1.5).startswith(
+        "the work does not split: the busiest rank used 100%")
+    # even and light: ranks wait at the windows' ends, few events a window
+    waiting = mpi.Run(2, 3.0, 2.0, [_stats(2_000, 0.3, 1.0), _stats(2_000, 0.3, 0.8)], None)
+    reason = mpi.slower_reason(waiting, one_cpu=1.0, one_s=1.5)
+    assert reason.startswith("waiting at window ends: 50% of the run, over 100 windows")
+    assert "latency-bound: 20.0 events per window and rank" in reason

@@ -207,10 +207,21 @@ def _fmt(x, width=8, digits=2) -> str:
     return f"{'-':>{width}}" if x is None else f"{x:>{width}.{digits}f}"
 
 
+#: a rank with more than this times its even share of the events makes a run uneven
+UNEVEN = 1.25
+
+
 def slower_reason(run: Run, one_cpu: float | None, one_s: float) -> str:
     """Why ``run`` (N ranks) took longer than one process, from its breakdown."""
     from simdist.commands.placement import LATENCY_BOUND_EVENTS
 
+    events = [s.get("events", 0) for s in run.per_rank]
+    heavy = max(range(run.ranks), key=events.__getitem__)
+    share = events[heavy] / sum(events) if sum(events) else 0.0
+    if share > UNEVEN * (1 / run.ranks):
+        return (f"uneven work: rank {heavy} ran {share:.0%} of the events where an even share "
+                f"is {1 / run.ranks:.0%} (tasks go to ranks in contiguous blocks by task "
+                "order: a heavy task, such as a parameter server, weighs on its block)")
     busiest = max(s["cpu_s"] for s in run.per_rank)
     if one_cpu and busiest > 0.8 * one_cpu:
         return (f"the work does not split: the busiest rank used {busiest / one_cpu:.0%} of "
