@@ -223,32 +223,33 @@ class Simulation:
         contexts, payloads, limits = self.contexts, self.payloads, self.limits
         out_of_time = limits.out_of_time if limits is not None else None
         joins, bulletin = self.joins, self.bulletin
+        over_ranks = transport.size > 1
         while until is None or not until.processed:
             sent, outbox[:] = list(outbox), []
             joined, joins[:] = list(joins), []
-            remote = _remote(transport.rank, sent, self.rank_of) if transport.size > 1 else []
+            remote = _remote(transport.rank, sent, self.rank_of) if over_ranks else []
             if self.apart:  # this rank's messages priced here, the others' by their ranks
                 outgoing, due = network.egress(sent, self.local)
                 report_headers, next_time = outgoing, min(env.peek(), network.next_time(), due)
             else:
-                report_headers = [tuple(m[0]) for m in sent] if transport.size > 1 else None
+                report_headers = [tuple(m[0]) for m in sent] if over_ranks else None
                 next_time = env.peek()
             info = transport.allgather(WindowReport(
                 report_headers, next_time, env.live_processes, env.now, env.events_scheduled,
                 out_of_time is not None and out_of_time(), joined, _inline(remote),
                 bulletin.take(), network.messages))
             bulletin.deliver([key for report in info for key in report.notices])
+            headers = []  # the other ranks' messages, by rank
             if self.apart:
                 headers = _accept(network, info, transport.rank, self.local)
-            elif transport.size > 1:
+            elif over_ranks:
                 headers = [[] if rank == transport.rank else list(map(new_header, r.headers))
                            for rank, r in enumerate(info)]
-            if transport.size > 1:
+            if over_ranks:
                 _move_payloads(transport, remote, info, headers, self.rank_of, payloads,
                                contexts)
             if not self.apart:
-                network.egress(sent if transport.size == 1 else
-                               sent + [(h, None, APART) for part in headers for h in part])
+                network.egress(sent + [(h, None, APART) for part in headers for h in part])
             if any(report.joins for report in info):
                 network.flows.join([j for report in info for j in report.joins])
             start = min(min(report.next_time for report in info), network.next_time())

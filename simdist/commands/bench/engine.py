@@ -224,6 +224,7 @@ def main(argv=None) -> int:
           f"{statistics.median(times[1]) / statistics.median(times[2]):.2f}x median")
     return 0
 
+
 if __name__ == "__main__":
     if "--mpi-worker" in sys.argv:
         worker = argparse.ArgumentParser()

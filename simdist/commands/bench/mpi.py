@@ -230,7 +230,7 @@ def slower_reason(run: Run, one_cpu: float | None, one_s: float) -> str:
                 "network model where a machine is split over ranks)")
     wait = max(s["wait_s"] for s in run.per_rank)
     windows = run.per_rank[0]["windows"]
-    per_rank = sum(s.get("events", 0) for s in run.per_rank) / max(windows, 1) / run.ranks
+    per_rank = sum(events) / max(windows, 1) / run.ranks
     bound = (f"; latency-bound: {per_rank:.1f} events per window and rank, under "
              f"{LATENCY_BOUND_EVENTS}") if per_rank < LATENCY_BOUND_EVENTS else ""
     return (f"waiting at window ends: {wait / run.run_s:.0%} of the run, over {windows} "
